@@ -1,0 +1,12 @@
+# Finds LibTorch (Debian's libtorch-dev, or any LibTorch on CMAKE_PREFIX_PATH) and defines
+# accel::torch, an interface target with its include dirs, flags and libraries. LibTorch's own
+# TORCH_CXX_FLAGS carry the ABI flag that must match.
+find_package(Torch REQUIRED)
+if(NOT TARGET accel_torch)
+  add_library(accel_torch INTERFACE)
+  target_link_libraries(accel_torch INTERFACE ${TORCH_LIBRARIES})
+  target_include_directories(accel_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
+  separate_arguments(_accel_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
+  target_compile_options(accel_torch INTERFACE ${_accel_torch_flags})
+  add_library(accel::torch ALIAS accel_torch)
+endif()

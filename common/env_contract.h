@@ -1,0 +1,50 @@
+// The environment contract between the launcher and its workers (DESIGN.md §6).
+//
+// The launcher sets these variables in every worker; libaccel and unmodified torchrun-style
+// scripts read them. This header is the only thing launcher/ and worker/ share, so it depends
+// on nothing but the standard library.
+#ifndef ACCEL_COMMON_ENV_CONTRACT_H_
+#define ACCEL_COMMON_ENV_CONTRACT_H_
+
+namespace accel::env {
+
+// torchrun's names.
+inline constexpr char kRank[] = "RANK";
+inline constexpr char kLocalRank[] = "LOCAL_RANK";
+inline constexpr char kWorldSize[] = "WORLD_SIZE";
+inline constexpr char kLocalWorldSize[] = "LOCAL_WORLD_SIZE";
+inline constexpr char kGroupRank[] = "GROUP_RANK";
+inline constexpr char kGroupWorldSize[] = "GROUP_WORLD_SIZE";
+inline constexpr char kRoleRank[] = "ROLE_RANK";
+inline constexpr char kRoleName[] = "ROLE_NAME";
+inline constexpr char kMasterAddr[] = "MASTER_ADDR";
+inline constexpr char kMasterPort[] = "MASTER_PORT";
+inline constexpr char kRestartCount[] = "TORCHELASTIC_RESTART_COUNT";
+inline constexpr char kMaxRestarts[] = "TORCHELASTIC_MAX_RESTARTS";
+inline constexpr char kRunId[] = "TORCHELASTIC_RUN_ID";
+inline constexpr char kOmpNumThreads[] = "OMP_NUM_THREADS";
+
+// accelerate's names.
+inline constexpr char kMixedPrecision[] = "ACCELERATE_MIXED_PRECISION";  // no | fp16 | bf16
+inline constexpr char kUseCpu[] = "ACCELERATE_USE_CPU";                  // true | false
+inline constexpr char kDebugMode[] = "ACCELERATE_DEBUG_MODE";            // true | false
+inline constexpr char kGradientAccumulationSteps[] = "ACCELERATE_GRADIENT_ACCUMULATION_STEPS";
+
+// Ours.
+// host:port of the rendezvous server's KV store; "file:///dir" for a file store.
+inline constexpr char kStoreEndpoint[] = "ACCEL_STORE_ENDPOINT";
+// Shared secret sent as call metadata to the rendezvous server.
+inline constexpr char kRdzvToken[] = "ACCEL_RDZV_TOKEN";
+// Where a dying worker writes its JSON error report {message, time, rank}.
+inline constexpr char kErrorFile[] = "ACCEL_ERROR_FILE";
+// Collective backend chosen by the launcher: gloo | nccl | mpi.
+inline constexpr char kBackend[] = "ACCEL_BACKEND";
+// Where a libaccel worker reports its step counter for hang detection: a file path that the
+// worker rewrites (8-byte little-endian step count) and the launcher polls.
+inline constexpr char kProgressFile[] = "ACCEL_PROGRESS_FILE";
+// CUDA device selection, from gpu_ids.
+inline constexpr char kCudaVisibleDevices[] = "CUDA_VISIBLE_DEVICES";
+
+}  // namespace accel::env
+
+#endif  // ACCEL_COMMON_ENV_CONTRACT_H_
