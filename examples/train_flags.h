@@ -1,0 +1,44 @@
+// TrainFlags: the command line of the example trainer train.bin, parsed without LibTorch.
+#ifndef ACCEL_EXAMPLES_TRAIN_FLAGS_H_
+#define ACCEL_EXAMPLES_TRAIN_FLAGS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace accel::examples {
+
+struct TrainFlags {
+  std::string model = "mlp";  // mlp | cnn
+  int input_dim = 784;
+  int hidden = 256;
+  int layers = 3;  // Linear layers: input→hidden→…→classes
+  int classes = 10;
+  std::int64_t samples = 8192;  // synthetic set size (ignored with --data)
+  std::string data;             // MNIST IDX images file; labels next to it
+  int batch_size = 64;          // per process, per micro-step
+  std::int64_t steps = 0;       // optimizer steps; 0 = use --epochs
+  int epochs = 1;
+  double lr = 1e-3;
+  std::string optimizer = "adamw";  // sgd | adamw
+  std::optional<int> grad_accum;    // default: the launcher's config/env
+  std::string checkpoint_dir;
+  bool resume = false;
+  std::int64_t save_every = 0;  // optimizer steps between checkpoints; 0 = only at the end
+  std::int64_t warmup = 0;      // steps excluded from samples/s
+  std::uint64_t seed = 0;
+  double max_grad_norm = 0;     // 0 = no clipping
+  bool help = false;
+};
+
+// Parses argv[1..]. On a bad flag returns nullopt and writes "train.bin: <problem>" lines to
+// `error` (all problems at once).
+std::optional<TrainFlags> ParseTrainFlags(const std::vector<std::string>& args, std::string* error);
+
+// The --help text.
+std::string TrainUsage();
+
+}  // namespace accel::examples
+
+#endif  // ACCEL_EXAMPLES_TRAIN_FLAGS_H_
