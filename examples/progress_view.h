@@ -12,7 +12,7 @@
 namespace accel::examples {
 
 struct ProgressSample {
-  std::int64_t step = 0;         // optimizer steps done
+  std::int64_t step = 0;  // optimizer steps done
   std::int64_t total_steps = 0;
   double loss = 0;
   double samples_per_sec = 0;

@@ -59,7 +59,8 @@ std::optional<TrainFlags> ParseTrainFlags(const std::vector<std::string>& args,
   };
   int grad_accum = 0;
   const std::map<std::string, Setter> with_value = {
-      {"model", [&](const std::string& v) {
+      {"model",
+       [&](const std::string& v) {
          flags.model = v;
          return v == "mlp" || v == "cnn";
        }},
@@ -73,11 +74,13 @@ std::optional<TrainFlags> ParseTrainFlags(const std::vector<std::string>& args,
       {"steps", num(&flags.steps)},
       {"epochs", num(&flags.epochs)},
       {"lr", num(&flags.lr)},
-      {"optimizer", [&](const std::string& v) {
+      {"optimizer",
+       [&](const std::string& v) {
          flags.optimizer = v;
          return v == "sgd" || v == "adamw";
        }},
-      {"grad-accum", [&](const std::string& v) {
+      {"grad-accum",
+       [&](const std::string& v) {
          bool ok = ParseNumber(v, &grad_accum) && grad_accum >= 1;
          if (ok) flags.grad_accum = grad_accum;
          return ok;

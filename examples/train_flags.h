@@ -28,7 +28,7 @@ struct TrainFlags {
   std::int64_t save_every = 0;  // optimizer steps between checkpoints; 0 = only at the end
   std::int64_t warmup = 0;      // steps excluded from samples/s
   std::uint64_t seed = 0;
-  double max_grad_norm = 0;     // 0 = no clipping
+  double max_grad_norm = 0;  // 0 = no clipping
   bool help = false;
 };
 
