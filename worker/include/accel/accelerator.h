@@ -1,0 +1,256 @@
+// accel::Accelerator: accelerate's training model for LibTorch C++ (DESIGN.md §7).
+//
+//   accel::Accelerator acc;                    // reads the env contract; bare = world of 1
+//   auto model = acc.prepare(Net{});           // to device, broadcast from rank 0, DDP hooks
+//   torch::optim::AdamW opt(model->parameters());
+//   auto loader = acc.prepare_loader(data, targets, /*batch_size=*/64);
+//   for (int epoch = 0; epoch < epochs; ++epoch) {
+//     loader.set_epoch(epoch);
+//     for (const auto& batch : loader) {
+//       auto sync = acc.accumulate(model);     // all-reduce only on every N-th micro-step
+//       auto loss = acc.autocast([&] { return loss_fn(model->forward(batch.data), batch.target);
+//       }); acc.backward(loss);                    // / N, x loss scale; buckets all-reduce during
+//       it acc.clip_grad_norm(1.0);               // optional; sync steps only acc.step(opt); //
+//       sync steps: unscale, inf check, step/skip, zero
+//     }
+//   }
+//   acc.save_state("ckpt");                   // collective
+//   acc.print("done, loss ", loss.item<float>());
+//
+// Ownership: the Accelerator owns its communicator and the DDP state of every prepared module;
+// it keeps shared ownership of prepared modules and a non-owning pointer to each optimizer given
+// to prepare()/step() (the caller keeps optimizers alive as long as the Accelerator).
+// Threading: use an Accelerator from one thread. Collective calls (prepare, step on a sync step,
+// gather, reduce, wait_for_everyone, save_state, load_state) must be made by every rank in the
+// same order; each has the deadline options().collective_timeout. Errors throw accel::Error.
+#ifndef ACCEL_ACCELERATOR_H_
+#define ACCEL_ACCELERATOR_H_
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "accel/communicator.h"
+#include "accel/data.h"
+#include "accel/error.h"
+#include "accel/options.h"
+
+namespace torch::optim {
+class Optimizer;
+}  // namespace torch::optim
+
+namespace accel {
+
+namespace internal {
+struct AcceleratorState;
+}  // namespace internal
+
+class Accelerator;
+
+// RAII guard returned by Accelerator::accumulate. While it lives, the current micro-step is a
+// sync step (gradients all-reduced during backward, optimizer stepped by step()) iff it is the
+// N-th micro-step since the last sync, or the last batch of the loader's epoch.
+class [[nodiscard]] AccumulateGuard {
+ public:
+  AccumulateGuard(AccumulateGuard&& other) noexcept;
+  AccumulateGuard& operator=(AccumulateGuard&&) = delete;
+  AccumulateGuard(const AccumulateGuard&) = delete;
+  ~AccumulateGuard();
+  // True when this micro-step communicates and steps.
+  bool sync_gradients() const { return sync_; }
+
+ private:
+  friend class Accelerator;
+  AccumulateGuard(Accelerator* acc, bool sync) : acc_(acc), sync_(sync) {}
+  Accelerator* acc_;
+  bool sync_;
+};
+
+class Accelerator {
+ public:
+  // Reads Options::FromEnv().
+  Accelerator();
+  // Validates `options` (throws accel::Error listing every problem), picks the device (CUDA
+  // device local_rank when CUDA is available and !cpu, else CPU; fp16 on CPU becomes fp32 with a
+  // one-line notice on stderr), connects the communicator (world > 1; blocks up to
+  // options.connect_timeout) and opens the progress file.
+  explicit Accelerator(Options options);
+  ~Accelerator();
+  Accelerator(const Accelerator&) = delete;
+  Accelerator& operator=(const Accelerator&) = delete;
+
+  // --- who and where ----------------------------------------------------------------------
+  const c10::Device& device() const;
+  int process_index() const;        // global rank
+  int local_process_index() const;  // rank on this machine
+  int num_processes() const;        // world size
+  bool is_main_process() const { return process_index() == 0; }
+  bool is_local_main_process() const { return local_process_index() == 0; }
+  // The precision in effect (kFp16 requested on CPU reads kNo).
+  MixedPrecision mixed_precision() const;
+  int gradient_accumulation_steps() const;
+  const Options& options() const;
+  // The process group (a local one for a world of 1). Same ordering rules as above.
+  Communicator& communicator();
+
+  // --- preparing ----------------------------------------------------------------------------
+  // Moves `module` to device(), broadcasts its parameters and buffers from rank 0 and (world > 1)
+  // installs DDP gradient hooks. Returns the same module. Collective.
+  template <typename Impl>
+  torch::nn::ModuleHolder<Impl> prepare(torch::nn::ModuleHolder<Impl> module) {
+    PrepareModule(module.ptr());
+    return module;
+  }
+  template <typename Impl>
+  std::shared_ptr<Impl> prepare(std::shared_ptr<Impl> module) {
+    static_assert(std::is_base_of_v<torch::nn::Module, Impl>, "prepare() takes a torch module");
+    PrepareModule(module);
+    return module;
+  }
+  // Registers `optimizer` for save_state/load_state. Returns it.
+  torch::optim::Optimizer& prepare(torch::optim::Optimizer& optimizer);
+
+  // Returns a loader over this rank's shard of the tensor dataset (row i of data/target is
+  // sample i); batches arrive on device(). Same number of batches on every rank.
+  DataLoader prepare_loader(at::Tensor data, at::Tensor target, std::int64_t batch_size,
+                            bool shuffle = true, std::uint64_t seed = 0);
+  // Same over any dataset with size() (size_t or optional<size_t>) and get(size_t) returning an
+  // example with tensor members .data and .target (torch::data::Example<> fits).
+  template <typename Dataset>
+  DataLoader prepare_loader(std::shared_ptr<Dataset> dataset, std::int64_t batch_size,
+                            bool shuffle = true, std::uint64_t seed = 0);
+
+  // --- training step ------------------------------------------------------------------------
+  // Starts a micro-step for all prepared modules (the argument is accepted for accelerate's
+  // spelling). See AccumulateGuard.
+  template <typename M>
+  AccumulateGuard accumulate(const M& /*module*/) {
+    return accumulate();
+  }
+  AccumulateGuard accumulate();
+  // True when the current micro-step is a sync step (always true outside accumulate()).
+  bool sync_gradients() const;
+
+  // Runs fn() under autocast for mixed_precision() on device() (fp16 on CUDA, bf16 on CUDA or
+  // CPU); plain fn() otherwise. Returns what fn returns.
+  template <typename Fn>
+  auto autocast(Fn&& fn) -> decltype(fn()) {
+    AutocastScope scope(*this);
+    return std::forward<Fn>(fn)();
+  }
+
+  // Back-propagates loss / N x loss_scale(). On sync steps, DDP buckets all-reduce as their
+  // gradients become ready (overlapping the rest of backward).
+  void backward(const at::Tensor& loss);
+
+  // On sync steps: waits for gradient all-reduce, unscales, clips the global gradient norm of all
+  // prepared modules to max_norm and returns the norm before clipping (inf/NaN on overflow).
+  // On other micro-steps does nothing and returns 0.
+  double clip_grad_norm(double max_norm);
+
+  // On sync steps: waits for all buckets, unscales, agrees with every rank whether any gradient
+  // is inf/NaN (all-reduce MAX), steps `optimizer` or skips, updates the loss scale, zeroes the
+  // gradients of prepared modules, bumps the step counter (progress file). Returns whether the
+  // optimizer stepped. Other micro-steps: returns false and does nothing.
+  bool step(torch::optim::Optimizer& optimizer);
+
+  // --- collectives and output ---------------------------------------------------------------
+  // Returns every rank's tensor concatenated along dim 0 (0-dim tensors: stacked), rank order.
+  at::Tensor gather(const at::Tensor& tensor);
+  // Returns `tensor` reduced over all ranks (a new tensor; the input is unchanged).
+  at::Tensor reduce(const at::Tensor& tensor, ReduceOp op = ReduceOp::kSum);
+  // Blocks until every rank arrives (deadline: collective_timeout).
+  void wait_for_everyone();
+  // Prints the arguments (operator<<) and a newline to stdout on the main process only.
+  template <typename... Args>
+  void print(const Args&... args) {
+    if (!is_main_process()) return;
+    std::ostringstream out;
+    (out << ... << args);
+    PrintLine(out.str());
+  }
+
+  // --- state --------------------------------------------------------------------------------
+  // Saves prepared modules, registered optimizers, the loss scaler, the step counters and every
+  // rank's RNG state under `dir`, written into "<dir>.tmp" then renamed, so a crash never leaves a
+  // half checkpoint. Collective. `dir` must be on a filesystem every local rank sees.
+  void save_state(const std::string& dir);
+  // Restores what save_state wrote (same world size, same modules and optimizers, in the same
+  // order). Collective.
+  void load_state(const std::string& dir);
+
+  // The current loss scale (1.0 without loss scaling), for progress bars.
+  double loss_scale() const;
+  // Optimizer steps taken (sync steps, skipped ones included) and skipped by overflow.
+  std::int64_t step_count() const;
+  std::int64_t skipped_steps() const;
+
+ private:
+  friend class AccumulateGuard;
+  class AutocastScope {
+   public:
+    explicit AutocastScope(const Accelerator& acc);
+    ~AutocastScope();
+    AutocastScope(const AutocastScope&) = delete;
+    AutocastScope& operator=(const AutocastScope&) = delete;
+
+   private:
+    int kind_ = 0;  // 0 none, 1 CUDA, 2 CPU
+    bool prev_enabled_ = false;
+    int prev_dtype_ = 0;
+  };
+
+  void PrepareModule(std::shared_ptr<torch::nn::Module> module);
+  void PrintLine(const std::string& line);
+  void EndAccumulate();
+  void OnBatch(bool last);
+
+  std::unique_ptr<internal::AcceleratorState> state_;
+};
+
+namespace internal {
+template <typename Dataset>
+std::int64_t DatasetSize(const Dataset& dataset) {
+  auto size = dataset.size();
+  if constexpr (std::is_integral_v<decltype(size)>) {
+    return static_cast<std::int64_t>(size);
+  } else {
+    if (!size.has_value()) throw Error("prepare_loader", "dataset", "size() is unknown");
+    return static_cast<std::int64_t>(*size);
+  }
+}
+// Stacks examples into one Batch (defined in the library; needs at::stack).
+Batch StackExamples(std::vector<at::Tensor> data, std::vector<at::Tensor> target);
+}  // namespace internal
+
+template <typename Dataset>
+DataLoader Accelerator::prepare_loader(std::shared_ptr<Dataset> dataset, std::int64_t batch_size,
+                                       bool shuffle, std::uint64_t seed) {
+  const std::int64_t size = internal::DatasetSize(*dataset);
+  DataLoader::FetchFn fetch = [dataset](const std::vector<std::int64_t>& indices) {
+    std::vector<at::Tensor> data, target;
+    data.reserve(indices.size());
+    target.reserve(indices.size());
+    for (std::int64_t i : indices) {
+      auto example = dataset->get(static_cast<std::size_t>(i));
+      data.push_back(example.data);
+      target.push_back(example.target);
+    }
+    return internal::StackExamples(std::move(data), std::move(target));
+  };
+  return DataLoader(DistributedSampler(size, num_processes(), process_index(), shuffle, seed),
+                    batch_size, std::move(fetch), device(), [this](bool last) { OnBatch(last); });
+}
+
+}  // namespace accel
+
+#endif  // ACCEL_ACCELERATOR_H_
