@@ -20,11 +20,19 @@ inline constexpr seconds kRpcDeadline{10};
 // Backoff while the rendezvous server is not up yet.
 inline constexpr milliseconds kConnectBackoffInitial{50};
 inline constexpr milliseconds kConnectBackoffMax{1000};
+// How much longer than rdzv_timeout an agent's Join waits, so the server's timeout report (which
+// machines arrived, which are missing) reaches it before its own deadline.
+inline constexpr seconds kJoinGrace{5};
+// How often the rendezvous server checks heartbeats when nothing else wakes it.
+inline constexpr milliseconds kServerSweepInterval{100};
 
 // KV store limits.
 inline constexpr std::int64_t kMaxKeyBytes = 1024;
 inline constexpr std::int64_t kMaxValueBytes = 16 * 1024 * 1024;
 inline constexpr std::int64_t kMaxStoreBytes = 512 * 1024 * 1024;
+inline constexpr int kMaxKeysPerWait = 1024;
+// Largest gRPC message the rendezvous server accepts (a value plus its key and namespace).
+inline constexpr int kMaxMessageBytes = 17 * 1024 * 1024;
 
 // Supervision.
 inline constexpr seconds kShutdownGrace{30};

@@ -1,0 +1,153 @@
+// RendezvousClient: what a machine's agent uses to talk to the rendezvous server (DESIGN.md §5).
+//
+// One agent per machine: Join an attempt (blocks until every machine of the attempt has joined),
+// then Watch it (a background stream delivering abort / restart / done, plus heartbeats that keep
+// this machine from being declared lost), and report how the local workers ended.
+//
+// The types here are plain structs, so callers need neither gRPC nor the generated protos.
+// NewGrpcRendezvousClient returns the real client; FakeRendezvousClient
+// (fake_rendezvous_client.h) is the in-process fake for unit tests.
+//
+// Thread-safety: all methods may be called from any thread. Join blocks (up to its deadline);
+// Watch returns at once and calls `on_event` from a client-owned thread; the report calls block up
+// to defaults::kRpcDeadline.
+#ifndef ACCEL_RENDEZVOUS_RENDEZVOUS_CLIENT_H_
+#define ACCEL_RENDEZVOUS_RENDEZVOUS_CLIENT_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace accel::rendezvous {
+
+// What one machine tells the server when it joins.
+struct JoinRequest {
+  std::string run_id;
+  int machine_rank = 0;
+  int num_machines = 1;
+  int num_processes = 1;    // total across all machines, as configured (checked at join)
+  int local_processes = 1;  // processes on this machine (processes per machine may differ)
+  std::string hostname;
+  std::vector<std::string> addresses;  // addresses other machines can reach this one at
+  // Settings that must agree on every machine: key → hash (or the value itself). A mismatch
+  // names the differing keys.
+  std::map<std::string, std::string> config_fingerprint;
+  std::string accel_version;                    // accel-launch version
+  std::map<std::string, std::string> versions;  // e.g. libtorch, cuda, nccl → version string
+  std::string device_summary;                   // e.g. "2x Tesla T4" or "cpu"
+};
+
+// One machine of a completed attempt.
+struct MachineEntry {
+  int machine_rank = 0;
+  std::string hostname;
+  std::string address;  // the address its agent connected from (or its first advertised one)
+  int base_rank = 0;    // global rank of its local rank 0
+  int local_processes = 0;
+};
+
+// What Join returns once every machine of the attempt is in.
+struct JoinResult {
+  std::int64_t attempt = 0;  // 0 for the first attempt, +1 per restart
+  int base_rank = 0;         // prefix sum of local_processes over lower machine ranks
+  int world_size = 0;        // sum of local_processes over all machines
+  std::string master_addr;   // machine 0's address
+  int master_port = 0;       // a free port on machine 0, for torch-style workers
+  std::string store_endpoint;               // host:port of the KV store (ConnectStore)
+  std::string store_namespace;              // StoreNamespace(run_id, attempt)
+  std::vector<MachineEntry> machines;       // ordered by machine_rank
+  std::vector<std::string> warnings;        // e.g. version mismatch when not strict
+};
+
+// Why a job stopped: the first failure is the root cause.
+struct RootCause {
+  int machine_rank = -1;  // -1: the rendezvous server itself (e.g. connection lost)
+  std::string hostname;
+  int rank = -1;          // global rank of the failing worker; -1: the agent itself
+  int exit_code = 0;      // exit code of the failing worker, when it exited
+  int signal = 0;         // signal that killed it, when it was killed (exit_code then 0)
+  std::string message;
+};
+
+// An event on the Watch stream. kAbort, kRestart, kDone and kServerLost end the stream: exactly
+// one of them is delivered per Watch.
+struct Event {
+  enum class Kind {
+    kAbort,       // stop local workers; root_cause says why (a failure or a lost machine)
+    kRestart,     // stop local workers and Join again; `attempt` is the new attempt
+    kDone,        // every machine reported done
+    kServerLost,  // the stream to the server broke; root_cause.message says how
+  };
+  Kind kind = Kind::kAbort;
+  std::int64_t attempt = 0;
+  RootCause root_cause;
+};
+
+using EventCallback = std::function<void(const Event&)>;
+
+struct ClientOptions {
+  std::string endpoint;       // host:port of the rendezvous server
+  std::string token;          // shared secret; "" = none
+  std::string tls_ca_path;    // "" = plaintext; else PEM roots used to verify the server
+  int machine_rank = 0;       // used by Watch, heartbeats and reports
+  std::string run_id;
+  std::string hostname;
+  absl::Duration rpc_deadline = absl::Seconds(10);           // defaults::kRpcDeadline
+  absl::Duration heartbeat_interval = absl::Milliseconds(500);  // defaults::kHeartbeatInterval
+  absl::Duration backoff_initial = absl::Milliseconds(50);   // defaults::kConnectBackoffInitial
+  absl::Duration backoff_max = absl::Seconds(1);             // defaults::kConnectBackoffMax
+};
+
+class RendezvousClient {
+ public:
+  virtual ~RendezvousClient() = default;
+
+  // Joins the current attempt and blocks until all machines have joined or `deadline`.
+  // Retries with exponential backoff while the server is not reachable (machines start in any
+  // order). Pass deadline = now + rdzv_timeout + defaults::kJoinGrace so the server's own timeout
+  // message (which machines arrived, which are missing) arrives before the local deadline.
+  // Errors: FAILED_PRECONDITION (a join-time check failed; the message names both machines),
+  // DEADLINE_EXCEEDED (rdzv_timeout on the server, or the server never answered),
+  // UNAUTHENTICATED (wrong token), ABORTED (the run was aborted).
+  virtual absl::StatusOr<JoinResult> Join(const JoinRequest& request, absl::Time deadline) = 0;
+
+  // Starts watching `attempt`: a background stream plus heartbeats every heartbeat_interval.
+  // `on_event` is called from a client thread, once, with the terminal event. Returns at once.
+  // FAILED_PRECONDITION if a watch is already running.
+  virtual absl::Status Watch(std::int64_t attempt, EventCallback on_event) = 0;
+
+  // Stops the watch and heartbeats (no event is delivered after it returns). Blocks until the
+  // watch thread has exited. A no-op when not watching.
+  virtual void StopWatch() = 0;
+
+  // Reports a failure on this machine: the server aborts `attempt` everywhere (the first report
+  // is the root cause; later ones are ignored).
+  virtual absl::Status ReportFailure(std::int64_t attempt, const RootCause& cause) = 0;
+
+  // Reports that this machine's workers all exited with 0. When every machine has, all watches
+  // get kDone.
+  virtual absl::Status ReportDone(std::int64_t attempt) = 0;
+
+  // Asks for a new attempt after `cause` (the agent still has restarts left). Every watcher of
+  // `attempt` gets kRestart with attempt + 1; agents then Join again. Idempotent per attempt.
+  virtual absl::Status RequestRestart(std::int64_t attempt, const RootCause& cause) = 0;
+};
+
+// Returns a client of the server at options.endpoint. Does not connect yet (Join does).
+// INVALID_ARGUMENT for an empty endpoint or an unreadable tls_ca_path.
+absl::StatusOr<std::unique_ptr<RendezvousClient>> NewGrpcRendezvousClient(
+    const ClientOptions& options);
+
+// Returns the store namespace of `attempt` of `run_id`: workers pass it to ConnectStore.
+std::string StoreNamespace(const std::string& run_id, std::int64_t attempt);
+
+}  // namespace accel::rendezvous
+
+#endif  // ACCEL_RENDEZVOUS_RENDEZVOUS_CLIENT_H_
