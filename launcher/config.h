@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace accel::launcher {
@@ -41,14 +42,15 @@ struct Config {
 
   // --- our additions (documented in README "Config reference") ---
   int gradient_accumulation_steps = 1;
-  double rdzv_timeout_s = 900;    // how long Join waits for every machine
-  int max_restarts = 0;           // new rendezvous attempts after a worker failure
+  double rdzv_timeout_s = 900;  // how long Join waits for every machine
+  int max_restarts = 0;         // new rendezvous attempts after a worker failure
   double monitor_interval_s = 0.1;
   double shutdown_grace_s = 30;   // SIGTERM → grace → SIGKILL
   std::string log_dir;            // empty: no per-rank log files
   bool tee = false;               // with log_dir: also print worker output on the console
   std::string rdzv_token_file;    // file holding the shared rendezvous token
-  std::string local_addr;         // address/interface other machines reach this one at
+  std::string local_addr;         // address other machines reach this one at ("" = auto)
+  std::string network_interface;  // interface whose address is local_addr ("" = auto)
   bool strict = false;            // version mismatch at join is an error, not a warning
   std::string tls_cert_file;      // optional TLS for the rendezvous server/clients
   std::string tls_key_file;
@@ -64,6 +66,10 @@ struct Config {
 // Spelling of the enums as in the YAML file.
 const char* ToString(DistributedType type);
 const char* ToString(MixedPrecision precision);
+
+// Parses the YAML spelling (case-insensitive; "no"/"false" for kNo). False when unknown.
+bool ParseDistributedType(std::string_view text, DistributedType* out);
+bool ParseMixedPrecision(std::string_view text, MixedPrecision* out);
 
 }  // namespace accel::launcher
 
