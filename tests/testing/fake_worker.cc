@@ -1,0 +1,193 @@
+// fake_worker: a scriptable worker for the launcher's tests. Every behaviour is a flag:
+//   --print_env[=A,B]     print "ENV NAME=value" (or "ENV NAME unset") for the contract names
+//   --list_fds            print "FDS 0 1 2 ..." (the open descriptors, /proc/self/fd)
+//   --pid_dir=DIR         write DIR/rank_<RANK>.pid with this process's pid
+//   --lines=N[:LEN]       print N stdout lines of LEN characters (default 80), "rank R line I xxx"
+//   --stderr=TEXT         print TEXT to stderr (one line)
+//   --progress=N          write ACCEL_PROGRESS_FILE steps 1..N, 10 ms apart, then keep sleeping
+//   --ignore_term         ignore SIGTERM
+//   --sleep=S             sleep S seconds (fractions allowed) before finishing
+//   --fail_rank=R         the failure flags below apply to RANK R only (default: every rank)
+//   --fail_sleep=S        the failing rank sleeps S seconds instead of --sleep
+//   --write_error=MSG     write {"message": MSG, "time": ..., "rank": R} to ACCEL_ERROR_FILE
+//   --signal=N            raise signal N at the end
+//   --exit=N              exit with N at the end
+//   --fail_until_restart=K  exit 1 while TORCHELASTIC_RESTART_COUNT < K, then 0
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char* const kContract[] = {"RANK",
+                                 "LOCAL_RANK",
+                                 "WORLD_SIZE",
+                                 "LOCAL_WORLD_SIZE",
+                                 "GROUP_RANK",
+                                 "GROUP_WORLD_SIZE",
+                                 "ROLE_RANK",
+                                 "ROLE_NAME",
+                                 "MASTER_ADDR",
+                                 "MASTER_PORT",
+                                 "TORCHELASTIC_RESTART_COUNT",
+                                 "TORCHELASTIC_MAX_RESTARTS",
+                                 "TORCHELASTIC_RUN_ID",
+                                 "OMP_NUM_THREADS",
+                                 "ACCELERATE_MIXED_PRECISION",
+                                 "ACCELERATE_USE_CPU",
+                                 "ACCELERATE_DEBUG_MODE",
+                                 "ACCELERATE_GRADIENT_ACCUMULATION_STEPS",
+                                 "ACCEL_STORE_ENDPOINT",
+                                 "ACCEL_RDZV_TOKEN",
+                                 "ACCEL_ERROR_FILE",
+                                 "ACCEL_BACKEND",
+                                 "ACCEL_PROGRESS_FILE",
+                                 "CUDA_VISIBLE_DEVICES"};
+
+bool Flag(const char* arg, const char* name, std::string* value) {
+  const std::size_t n = std::strlen(name);
+  if (std::strncmp(arg, name, n) != 0) return false;
+  if (arg[n] == '\0') {
+    value->clear();
+    return true;
+  }
+  if (arg[n] != '=') return false;
+  *value = arg + n + 1;
+  return true;
+}
+
+void SleepSeconds(double s) {
+  if (s <= 0) return;
+  timespec ts{static_cast<time_t>(s), static_cast<long>((s - static_cast<time_t>(s)) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::atoi(v) : fallback;
+}
+
+void WriteProgress(const char* path, std::uint64_t step) {
+  const std::string tmp = std::string(path) + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  unsigned char bytes[8];
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(step >> (8 * i));
+  (void)!::write(fd, bytes, sizeof(bytes));
+  ::close(fd);
+  ::rename(tmp.c_str(), path);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rank = EnvInt("RANK", -1);
+  double sleep_s = 0, fail_sleep_s = -1;
+  int fail_rank = -1, exit_code = 0, signal_number = 0, fail_until = -1;
+  std::string error_message;
+  bool write_error = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string v;
+    if (Flag(argv[i], "--print_env", &v)) {
+      std::vector<std::string> names;
+      if (v.empty()) {
+        names.assign(std::begin(kContract), std::end(kContract));
+      } else {
+        for (std::size_t p = 0; p <= v.size();) {
+          std::size_t e = v.find(',', p);
+          if (e == std::string::npos) e = v.size();
+          names.push_back(v.substr(p, e - p));
+          p = e + 1;
+        }
+      }
+      for (const std::string& name : names) {
+        const char* value = std::getenv(name.c_str());
+        if (value != nullptr) {
+          std::printf("ENV %s=%s\n", name.c_str(), value);
+        } else {
+          std::printf("ENV %s unset\n", name.c_str());
+        }
+      }
+    } else if (Flag(argv[i], "--list_fds", &v)) {
+      std::string line = "FDS";
+      DIR* dir = ::opendir("/proc/self/fd");
+      const int own = dir != nullptr ? ::dirfd(dir) : -1;
+      for (dirent* e = dir != nullptr ? ::readdir(dir) : nullptr; e != nullptr;
+           e = ::readdir(dir)) {
+        if (e->d_name[0] == '.' || std::atoi(e->d_name) == own) continue;
+        line += " ";
+        line += e->d_name;
+      }
+      if (dir != nullptr) ::closedir(dir);
+      std::printf("%s\n", line.c_str());
+    } else if (Flag(argv[i], "--pid_dir", &v)) {
+      std::ofstream(v + "/rank_" + std::to_string(rank) + ".pid") << ::getpid() << "\n";
+    } else if (Flag(argv[i], "--lines", &v)) {
+      const int n = std::atoi(v.c_str());
+      const std::size_t colon = v.find(':');
+      const int len = colon == std::string::npos ? 80 : std::atoi(v.c_str() + colon + 1);
+      for (int l = 0; l < n; ++l) {
+        std::string line = "rank " + std::to_string(rank) + " line " + std::to_string(l) + " ";
+        while (static_cast<int>(line.size()) < len) line.push_back('x');
+        std::printf("%s\n", line.c_str());
+      }
+    } else if (Flag(argv[i], "--stderr", &v)) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "%s\n", v.c_str());
+    } else if (Flag(argv[i], "--progress", &v)) {
+      const char* path = std::getenv("ACCEL_PROGRESS_FILE");
+      const int steps = std::atoi(v.c_str());
+      for (int s = 1; path != nullptr && s <= steps; ++s) {
+        WriteProgress(path, static_cast<std::uint64_t>(s));
+        SleepSeconds(0.01);
+      }
+    } else if (Flag(argv[i], "--ignore_term", &v)) {
+      ::signal(SIGTERM, SIG_IGN);
+    } else if (Flag(argv[i], "--sleep", &v)) {
+      sleep_s = std::atof(v.c_str());
+    } else if (Flag(argv[i], "--fail_rank", &v)) {
+      fail_rank = std::atoi(v.c_str());
+    } else if (Flag(argv[i], "--fail_sleep", &v)) {
+      fail_sleep_s = std::atof(v.c_str());
+    } else if (Flag(argv[i], "--write_error", &v)) {
+      write_error = true;
+      error_message = v;
+    } else if (Flag(argv[i], "--signal", &v)) {
+      signal_number = std::atoi(v.c_str());
+    } else if (Flag(argv[i], "--exit", &v)) {
+      exit_code = std::atoi(v.c_str());
+    } else if (Flag(argv[i], "--fail_until_restart", &v)) {
+      fail_until = std::atoi(v.c_str());
+    } else {
+      std::fprintf(stderr, "fake_worker: unknown flag %s\n", argv[i]);
+      return 64;
+    }
+  }
+  std::fflush(stdout);
+  const bool failing = fail_rank < 0 || fail_rank == rank;
+  SleepSeconds(failing && fail_sleep_s >= 0 ? fail_sleep_s : sleep_s);
+  if (fail_until >= 0) return EnvInt("TORCHELASTIC_RESTART_COUNT", 0) < fail_until ? 1 : 0;
+  if (!failing) return 0;
+  if (write_error) {
+    if (const char* path = std::getenv("ACCEL_ERROR_FILE"); path != nullptr) {
+      std::ofstream(path) << "{\"message\": \"" << error_message
+                          << "\", \"time\": " << ::time(nullptr) << ", \"rank\": " << rank << "}\n";
+    }
+  }
+  if (signal_number > 0) {
+    ::signal(signal_number, SIG_DFL);
+    ::raise(signal_number);
+  }
+  return exit_code;
+}
