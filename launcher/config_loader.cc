@@ -31,6 +31,12 @@ class FileDiagnostics {
   }
 
   void Add(YamlPos pos, std::string message) {
+    // A parser error at the end of the text points past the last line: show the last line
+    // that has something on it instead.
+    while (pos.line > 1 && LineText(pos.line).find_first_not_of(" \t") == std::string::npos) {
+      --pos.line;
+      pos.column = static_cast<int>(LineText(pos.line).size()) + 1;
+    }
     Diagnostic d;
     d.where = path_;
     d.line = pos.line;

@@ -27,9 +27,7 @@ std::string ApplyHardwareDefaults(const ResolveOptions& options, const ConfigLoo
                                   Config* config, SourceMap* sources) {
   std::string why;
   const int gpus = options.count_gpus ? options.count_gpus(&why) : 0;
-  config->num_processes = gpus > 0 ? gpus : 1;
-  config->distributed_type = gpus > 1 ? DistributedType::kMultiGpu : DistributedType::kNo;
-  config->use_cpu = gpus == 0;
+  *config = DefaultsForHardware(gpus);
   for (const char* key : {"num_processes", "distributed_type", "use_cpu"}) {
     (*sources)[key].kind = ValueOrigin::Kind::kHardware;
   }
@@ -97,6 +95,14 @@ void Normalize(ResolvedConfig* out) {
 }
 
 }  // namespace
+
+Config DefaultsForHardware(int gpus) {
+  Config config;
+  config.num_processes = gpus > 0 ? gpus : 1;
+  config.distributed_type = gpus > 1 ? DistributedType::kMultiGpu : DistributedType::kNo;
+  config.use_cpu = gpus == 0;
+  return config;
+}
 
 std::string OurDefaultConfigPath(const EnvLookup& env) {
   const std::string home = Home(env);

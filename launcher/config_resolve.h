@@ -24,6 +24,10 @@ std::string OurDefaultConfigPath(const EnvLookup& env);
 // Returns $HF_HOME/accelerate/default_config.yaml, HF_HOME defaulting to ~/.cache/huggingface.
 std::string AccelerateDefaultConfigPath(const EnvLookup& env);
 
+// Returns the defaults for a machine with `gpus` GPUs: one process per GPU (MULTI_GPU when
+// more than one), or one CPU process (use_cpu) when there is none.
+Config DefaultsForHardware(int gpus);
+
 struct ConfigLookup {
   std::string path;                // the file to read; "" = none found
   bool explicit_path = false;      // named by --config_file or $ACCEL_CONFIG_FILE (must exist)
