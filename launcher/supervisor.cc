@@ -177,6 +177,7 @@ AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& r
       f.pid = w.process.pid();
       f.exit = *w.process.status();
       f.time = now;
+      f.error_message = ReadErrorFileMessage(w.launch.files.error_file);
       new_failures.push_back(std::move(f));
     }
     if (!new_failures.empty()) {
