@@ -55,24 +55,24 @@ struct MachineEntry {
 
 // What Join returns once every machine of the attempt is in.
 struct JoinResult {
-  std::int64_t attempt = 0;  // 0 for the first attempt, +1 per restart
-  int base_rank = 0;         // prefix sum of local_processes over lower machine ranks
-  int world_size = 0;        // sum of local_processes over all machines
-  std::string master_addr;   // machine 0's address
-  int master_port = 0;       // a free port on machine 0, for torch-style workers
-  std::string store_endpoint;               // host:port of the KV store (ConnectStore)
-  std::string store_namespace;              // StoreNamespace(run_id, attempt)
-  std::vector<MachineEntry> machines;       // ordered by machine_rank
-  std::vector<std::string> warnings;        // e.g. version mismatch when not strict
+  std::int64_t attempt = 0;            // 0 for the first attempt, +1 per restart
+  int base_rank = 0;                   // prefix sum of local_processes over lower machine ranks
+  int world_size = 0;                  // sum of local_processes over all machines
+  std::string master_addr;             // machine 0's address
+  int master_port = 0;                 // a free port on machine 0, for torch-style workers
+  std::string store_endpoint;          // host:port of the KV store (ConnectStore)
+  std::string store_namespace;         // StoreNamespace(run_id, attempt)
+  std::vector<MachineEntry> machines;  // ordered by machine_rank
+  std::vector<std::string> warnings;   // e.g. version mismatch when not strict
 };
 
 // Why a job stopped: the first failure is the root cause.
 struct RootCause {
   int machine_rank = -1;  // -1: the rendezvous server itself (e.g. connection lost)
   std::string hostname;
-  int rank = -1;          // global rank of the failing worker; -1: the agent itself
-  int exit_code = 0;      // exit code of the failing worker, when it exited
-  int signal = 0;         // signal that killed it, when it was killed (exit_code then 0)
+  int rank = -1;      // global rank of the failing worker; -1: the agent itself
+  int exit_code = 0;  // exit code of the failing worker, when it exited
+  int signal = 0;     // signal that killed it, when it was killed (exit_code then 0)
   std::string message;
 };
 
@@ -93,16 +93,16 @@ struct Event {
 using EventCallback = std::function<void(const Event&)>;
 
 struct ClientOptions {
-  std::string endpoint;       // host:port of the rendezvous server
-  std::string token;          // shared secret; "" = none
-  std::string tls_ca_path;    // "" = plaintext; else PEM roots used to verify the server
-  int machine_rank = 0;       // used by Watch, heartbeats and reports
+  std::string endpoint;     // host:port of the rendezvous server
+  std::string token;        // shared secret; "" = none
+  std::string tls_ca_path;  // "" = plaintext; else PEM roots used to verify the server
+  int machine_rank = 0;     // used by Watch, heartbeats and reports
   std::string run_id;
   std::string hostname;
-  absl::Duration rpc_deadline = absl::Seconds(10);           // defaults::kRpcDeadline
+  absl::Duration rpc_deadline = absl::Seconds(10);              // defaults::kRpcDeadline
   absl::Duration heartbeat_interval = absl::Milliseconds(500);  // defaults::kHeartbeatInterval
-  absl::Duration backoff_initial = absl::Milliseconds(50);   // defaults::kConnectBackoffInitial
-  absl::Duration backoff_max = absl::Seconds(1);             // defaults::kConnectBackoffMax
+  absl::Duration backoff_initial = absl::Milliseconds(50);      // defaults::kConnectBackoffInitial
+  absl::Duration backoff_max = absl::Seconds(1);                // defaults::kConnectBackoffMax
 };
 
 class RendezvousClient {

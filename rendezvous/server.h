@@ -20,10 +20,10 @@
 namespace accel::rendezvous {
 
 struct KvLimits {
-  std::int64_t max_key_bytes = 1024;                // defaults::kMaxKeyBytes
-  std::int64_t max_value_bytes = 16 * 1024 * 1024;  // defaults::kMaxValueBytes
-  std::int64_t max_total_bytes = 512 * 1024 * 1024; // defaults::kMaxStoreBytes (keys + values)
-  int max_keys_per_wait = 1024;                     // defaults::kMaxKeysPerWait
+  std::int64_t max_key_bytes = 1024;                 // defaults::kMaxKeyBytes
+  std::int64_t max_value_bytes = 16 * 1024 * 1024;   // defaults::kMaxValueBytes
+  std::int64_t max_total_bytes = 512 * 1024 * 1024;  // defaults::kMaxStoreBytes (keys + values)
+  int max_keys_per_wait = 1024;                      // defaults::kMaxKeysPerWait
 };
 
 struct ServerOptions {
@@ -39,8 +39,8 @@ struct ServerOptions {
   std::string tls_key_path;
   absl::Duration rdzv_timeout = absl::Seconds(900);  // defaults::kRdzvTimeout, from first join
   absl::Duration heartbeat_interval = absl::Milliseconds(500);  // defaults::kHeartbeatInterval
-  int missed_heartbeats_lost = 6;  // defaults::kMissedHeartbeatsLost
-  bool strict = false;             // version mismatch is an error, not a warning
+  int missed_heartbeats_lost = 6;                               // defaults::kMissedHeartbeatsLost
+  bool strict = false;  // version mismatch is an error, not a warning
   KvLimits limits;
 };
 

@@ -22,9 +22,9 @@
 namespace accel::rendezvous {
 
 struct StoreClientOptions {
-  std::string tls_ca_path;                                 // "" = plaintext
-  absl::Duration rpc_deadline = absl::Seconds(10);         // defaults::kRpcDeadline
-  absl::Duration connect_timeout = absl::Seconds(30);      // first call waits this long for the server
+  std::string tls_ca_path;                             // "" = plaintext
+  absl::Duration rpc_deadline = absl::Seconds(10);     // defaults::kRpcDeadline
+  absl::Duration connect_timeout = absl::Seconds(30);  // first call waits this long for the server
 };
 
 // Returns a Store backed by the server at `endpoint` ("host:port"), sending `token` with every
