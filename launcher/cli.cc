@@ -146,7 +146,9 @@ int ConfigCommand(const std::vector<std::string>& args, const CliContext& contex
   if (defaults) {
     std::string why;
     const int gpus = context.count_gpus ? context.count_gpus(&why) : 0;
-    return WriteConfig(parsed, DefaultsForHardware(gpus), context);
+    Config config = DefaultsForHardware(gpus);
+    config.use_cpu = gpus == 0;  // as `accelerate config default` writes it
+    return WriteConfig(parsed, config, context);
   }
   const DeviceReport devices = context.detect_devices ? context.detect_devices() : DeviceReport{};
   absl::StatusOr<Config> config = RunQuestionnaire(*context.in, *context.out, devices.gpus);

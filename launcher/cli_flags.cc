@@ -38,7 +38,11 @@ ParseOutcome ParseLaunchArgs(const FlagSet& set, const std::vector<std::string>&
                              LaunchArgs* out) {
   CLI::App app(set.description, set.name);
   app.set_help_flag("-h,--help", "print this help and exit");
-  if (set.program) app.prefix_command();
+  if (set.program) {
+    app.prefix_command();
+  } else {
+    app.allow_extras();  // reported below with our own message
+  }
   std::vector<std::string> option_names = {"config_file", "verbose"};
   app.add_option("--config_file,--config-file", out->config_file,
                  "config file (default: $ACCEL_CONFIG_FILE, ~/.config/accel-launch/"

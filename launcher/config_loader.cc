@@ -46,13 +46,23 @@ class FileDiagnostics {
     problems_.push_back(std::move(d));
   }
 
-  const std::vector<std::string>& lines() const { return lines_; }
+  // Records that the repair inserted a character before `column` on `line`.
+  void AddShift(int line, int column) { shifts_[line] = column; }
+
+  // Maps a position in the repaired text back to the original text.
+  YamlPos Original(YamlPos pos) const {
+    auto it = shifts_.find(pos.line);
+    if (it != shifts_.end() && pos.column > it->second) --pos.column;
+    return pos;
+  }
+
   std::vector<Diagnostic> Take() { return std::move(problems_); }
 
  private:
   std::string path_;
   std::vector<std::string> lines_;
   std::vector<Diagnostic> problems_;
+  std::map<int, int> shifts_;  // line → column of an inserted space
 };
 
 // Finds block-mapping lines written "key:value" (YAML reads them as one plain scalar, not a
@@ -84,6 +94,7 @@ std::string RepairMissingSpaces(absl::string_view text, FileDiagnostics* diagnos
     diagnostics->Add({line_number, static_cast<int>(i) + 2},
                      absl::StrCat("malformed YAML: missing space after ':' (write '", key, ": ",
                                   std::string(line.substr(i + 1)), "')"));
+    diagnostics->AddShift(line_number, static_cast<int>(i) + 2);
     repaired.append(line.data(), i + 1);
     repaired.push_back(' ');
     repaired.append(line.data() + i + 1, line.size() - i - 1);
@@ -106,12 +117,14 @@ std::vector<Diagnostic> ApplyConfigText(const std::string& path, absl::string_vi
   YamlValue root;
   YamlError error;
   if (!ParseYaml(repaired, &root, &error)) {
-    diagnostics.Add(error.pos, absl::StrCat("malformed YAML: ", error.message));
+    diagnostics.Add(diagnostics.Original(error.pos),
+                    absl::StrCat("malformed YAML: ", error.message));
     return diagnostics.Take();
   }
   if (root.kind == Kind::kNull) return diagnostics.Take();
   if (root.kind != Kind::kMap) {
-    diagnostics.Add(root.pos, "expected a mapping of config keys (key: value per line)");
+    diagnostics.Add(diagnostics.Original(root.pos),
+                    "expected a mapping of config keys (key: value per line)");
     return diagnostics.Take();
   }
   std::map<std::string, int> first_line;
@@ -135,7 +148,7 @@ std::vector<Diagnostic> ApplyConfigText(const std::string& path, absl::string_vi
                                             it->second, ")"));
       continue;
     }
-    const YamlPos pos = ValuePos(key, value);
+    const YamlPos pos = diagnostics.Original(ValuePos(key, value));
     Config updated = *config;
     const absl::Status status = spec->set(value, &updated);
     if (!status.ok()) {

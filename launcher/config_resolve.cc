@@ -28,7 +28,7 @@ std::string ApplyHardwareDefaults(const ResolveOptions& options, const ConfigLoo
   std::string why;
   const int gpus = options.count_gpus ? options.count_gpus(&why) : 0;
   *config = DefaultsForHardware(gpus);
-  for (const char* key : {"num_processes", "distributed_type", "use_cpu"}) {
+  for (const char* key : {"num_processes", "distributed_type"}) {
     (*sources)[key].kind = ValueOrigin::Kind::kHardware;
   }
   const std::string found =
@@ -38,7 +38,6 @@ std::string ApplyHardwareDefaults(const ResolveOptions& options, const ConfigLoo
                       ": distributed_type=", ToString(config->distributed_type),
                       " num_processes=", config->num_processes,
                       " mixed_precision=", ToString(config->mixed_precision),
-                      " use_cpu=", config->use_cpu ? "true" : "false",
                       " (write a file with `accel-launch config`)");
 }
 
@@ -50,7 +49,9 @@ void ApplyText(const std::string& key, const std::string& text, ValueOrigin orig
     out->problems.push_back({origin.where, 0, 0, "", absl::StrCat("unknown key '", key, "'")});
     return;
   }
-  const absl::Status status = spec->set(ScalarValue(text), &out->config);
+  Config updated = out->config;  // a rejected value leaves the config unchanged
+  const absl::Status status = spec->set(ScalarValue(text), &updated);
+  if (status.ok()) out->config = std::move(updated);
   if (!status.ok()) {
     out->problems.push_back(
         {origin.where, 0, 0, "", absl::StrCat(spec->name, ": ", status.message())});
@@ -100,7 +101,6 @@ Config DefaultsForHardware(int gpus) {
   Config config;
   config.num_processes = gpus > 0 ? gpus : 1;
   config.distributed_type = gpus > 1 ? DistributedType::kMultiGpu : DistributedType::kNo;
-  config.use_cpu = gpus == 0;
   return config;
 }
 

@@ -25,7 +25,7 @@ std::string OurDefaultConfigPath(const EnvLookup& env);
 std::string AccelerateDefaultConfigPath(const EnvLookup& env);
 
 // Returns the defaults for a machine with `gpus` GPUs: one process per GPU (MULTI_GPU when
-// more than one), or one CPU process (use_cpu) when there is none.
+// more than one), or one process when there is none (the agent then runs it on CPU).
 Config DefaultsForHardware(int gpus);
 
 struct ConfigLookup {

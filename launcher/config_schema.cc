@@ -38,7 +38,9 @@ absl::Status SetBool(const YamlValue& v, bool* out) {
 }
 
 absl::Status SetInt(const YamlValue& v, int* out) {
-  if (v.kind == Kind::kScalar && absl::SimpleAtoi(absl::StripAsciiWhitespace(v.scalar), out)) {
+  int n = 0;
+  if (v.kind == Kind::kScalar && absl::SimpleAtoi(absl::StripAsciiWhitespace(v.scalar), &n)) {
+    *out = n;
     return absl::OkStatus();
   }
   return Invalid(absl::StrCat("expected an integer, got ", Describe(v)));
