@@ -276,6 +276,7 @@ void JoinCoordinator::EndLocked(Phase phase, const v1::Event& event, Outbox& out
 
 void JoinCoordinator::AbortLocked(const v1::RootCause& cause, Outbox& out) {
   root_cause_ = cause;
+  phase_ = Phase::kAborted;
   EndLocked(Phase::kAborted, TerminalEventLocked(), out);
 }
 
@@ -330,7 +331,10 @@ absl::Status JoinCoordinator::Report(const v1::ReportRequest& request, absl::Tim
         members_.at(request.machine_rank()).done = true;
         const bool all_done = std::all_of(members_.begin(), members_.end(),
                                           [](const auto& m) { return m.second.done; });
-        if (all_done) EndLocked(Phase::kDone, TerminalEventLocked(), out);
+        if (all_done) {
+          phase_ = Phase::kDone;
+          EndLocked(Phase::kDone, TerminalEventLocked(), out);
+        }
         break;
       }
       case v1::ReportRequest::RESTART: {
