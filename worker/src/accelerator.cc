@@ -1,0 +1,339 @@
+// accel::Accelerator: world discovery, device choice, prepare, the training step (accumulation,
+// DDP, loss scaling) and collectives. Checkpointing lives in state_io.cc.
+#include "accel/accelerator.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/optimizer.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "accel/error.h"
+#include "common/env_contract.h"
+#include "worker/src/accelerator_state.h"
+#include "worker/src/amp/autocast_compat.h"
+#include "worker/src/comm/factory.h"
+
+namespace accel {
+namespace {
+
+int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  long parsed = std::strtol(v, &end, 10);
+  if (end == v || *end != '\0')
+    throw Error("read environment", name, std::string("not an integer: ") + v);
+  return static_cast<int>(parsed);
+}
+
+std::string Join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
+  return out;
+}
+
+// Fills rank/world from MPI's variables when the torchrun ones are absent (mpirun -np N).
+void ResolveWorld(const Options& o, internal::AcceleratorState& s) {
+  s.rank = o.rank;
+  s.world = o.world_size;
+  s.local_rank = o.local_rank;
+  if (s.world < 0 && worker::StartedByMpi()) {
+    s.world = EnvInt("OMPI_COMM_WORLD_SIZE", EnvInt("PMI_SIZE", -1));
+    s.rank = EnvInt("OMPI_COMM_WORLD_RANK", EnvInt("PMI_RANK", EnvInt("PMIX_RANK", -1)));
+    if (s.local_rank < 0)
+      s.local_rank = EnvInt("OMPI_COMM_WORLD_LOCAL_RANK", EnvInt("MPI_LOCALRANKID", -1));
+  }
+  if (s.world < 0) s.world = 1;
+  if (s.rank < 0) s.rank = 0;
+  if (s.local_rank < 0) s.local_rank = s.world == 1 ? 0 : s.rank;
+  if (s.rank >= s.world) {
+    throw Error("create accelerator", "",
+                "rank " + std::to_string(s.rank) + " >= world size " + std::to_string(s.world));
+  }
+}
+
+Backend EffectiveBackend(Backend requested, const c10::Device& device) {
+  if (requested != Backend::kAuto) return requested;
+  if (device.is_cuda()) return Backend::kNccl;
+  if (worker::StartedByMpi()) return Backend::kMpi;
+  return Backend::kGloo;
+}
+
+// Accelerators created in this process: all ranks create them in the same order, so the count
+// names the process group's keys in the store.
+std::atomic<int> g_groups{0};
+
+std::vector<at::Tensor> GradsOf(const std::vector<at::Tensor>& params) {
+  std::vector<at::Tensor> grads;
+  for (const auto& p : params) {
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  return grads;
+}
+
+}  // namespace
+
+AccumulateGuard::AccumulateGuard(AccumulateGuard&& other) noexcept
+    : acc_(std::exchange(other.acc_, nullptr)), sync_(other.sync_) {}
+
+AccumulateGuard::~AccumulateGuard() {
+  if (acc_ != nullptr) acc_->EndAccumulate();
+}
+
+Accelerator::Accelerator() : Accelerator(Options::FromEnv()) {}
+
+Accelerator::Accelerator(Options options) : state_(std::make_unique<internal::AcceleratorState>()) {
+  auto& s = *state_;
+  if (auto problems = options.Validate(); !problems.empty()) {
+    throw Error("create accelerator", "", "invalid options: " + Join(problems));
+  }
+  s.options = options;
+  ResolveWorld(options, s);
+
+  const bool cuda = !options.cpu && at::hasCUDA() && at::detail::getCUDAHooks().getNumGPUs() > 0;
+  if (cuda) {
+    const int gpus = at::detail::getCUDAHooks().getNumGPUs();
+    s.device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(s.local_rank % gpus));
+  }
+  s.precision = options.mixed_precision;
+  if (s.precision == MixedPrecision::kFp16 && !s.device.is_cuda()) {
+    s.precision = MixedPrecision::kNo;
+    if (s.local_rank == 0) {
+      std::cerr << "[accel] mixed_precision=fp16 needs a CUDA device; training on CPU in fp32 "
+                   "(bf16 works on CPU)\n";
+    }
+  }
+  const bool scale =
+      options.loss_scaling == LossScaling::kDynamic ||
+      (options.loss_scaling == LossScaling::kAuto && s.precision == MixedPrecision::kFp16);
+  if (scale) {
+    s.scaler.emplace(worker::LossScalerOptions{options.init_scale, options.growth_factor,
+                                               options.backoff_factor, options.growth_interval},
+                     s.device);
+  }
+
+  const int group = g_groups.fetch_add(1);
+  worker::GroupSpec spec{s.rank, s.world, "pg" + std::to_string(group) + "/",
+                         options.connect_timeout};
+  const Backend backend = EffectiveBackend(options.backend, s.device);
+  if (s.world > 1 && (backend == Backend::kGloo || backend == Backend::kMpi) &&
+      s.device.is_cuda()) {
+    throw Error(
+        "create accelerator", "",
+        std::string("backend ") + ToString(backend) +
+            " takes CPU tensors but the device is CUDA: use nccl or ACCELERATE_USE_CPU=true");
+  }
+  if (s.world > 1 && backend != Backend::kMpi) {
+    if (options.store_endpoint.empty()) {
+      throw Error("create accelerator", "rank " + std::to_string(s.rank),
+                  "world size " + std::to_string(s.world) +
+                      " needs a rendezvous store: set ACCEL_STORE_ENDPOINT (accel-launch does)");
+    }
+    s.kv = worker::OpenKv(options.store_endpoint, options.rdzv_token, options.run_id,
+                          EnvInt(env::kRestartCount, 0));
+  }
+  s.comm = worker::MakeCommunicator(backend, s.device, spec, s.kv.get());
+  if (!options.progress_file.empty()) {
+    s.progress = std::make_unique<worker::ProgressFile>(options.progress_file);
+  }
+}
+
+Accelerator::~Accelerator() {
+  // GradSync hooks reference the communicator: drop them first.
+  state_->grad_syncs.clear();
+}
+
+const c10::Device& Accelerator::device() const { return state_->device; }
+int Accelerator::process_index() const { return state_->rank; }
+int Accelerator::local_process_index() const { return state_->local_rank; }
+int Accelerator::num_processes() const { return state_->world; }
+MixedPrecision Accelerator::mixed_precision() const { return state_->precision; }
+int Accelerator::gradient_accumulation_steps() const {
+  return state_->options.gradient_accumulation_steps;
+}
+const Options& Accelerator::options() const { return state_->options; }
+Communicator& Accelerator::communicator() { return *state_->comm; }
+
+void Accelerator::PrepareModule(std::shared_ptr<torch::nn::Module> module) {
+  auto& s = *state_;
+  if (!module) throw Error("prepare", "module", "null module");
+  module->to(s.device);
+  if (s.world > 1) {
+    at::NoGradGuard no_grad;
+    std::vector<at::Tensor> tensors = module->parameters();
+    for (const auto& b : module->buffers()) tensors.push_back(b);
+    for (auto& t : tensors) {
+      at::Tensor data = t.detach();
+      if (data.is_contiguous()) {
+        s.comm->Broadcast(data, 0, s.options.collective_timeout);
+      } else {
+        at::Tensor copy = data.contiguous();
+        s.comm->Broadcast(copy, 0, s.options.collective_timeout);
+        data.copy_(copy);
+      }
+    }
+    std::vector<at::Tensor> trainable;
+    for (const auto& p : module->parameters()) {
+      if (p.requires_grad()) trainable.push_back(p);
+    }
+    worker::GradSyncOptions gs{s.options.first_bucket_bytes, s.options.bucket_bytes,
+                               s.options.overlap, s.options.collective_timeout};
+    s.grad_syncs.push_back(std::make_unique<worker::GradSync>(trainable, *s.comm, gs));
+  }
+  s.modules.push_back(std::move(module));
+}
+
+torch::optim::Optimizer& Accelerator::prepare(torch::optim::Optimizer& optimizer) {
+  auto& opts = state_->optimizers;
+  if (std::find(opts.begin(), opts.end(), &optimizer) == opts.end()) opts.push_back(&optimizer);
+  return optimizer;
+}
+
+DataLoader Accelerator::prepare_loader(at::Tensor data, at::Tensor target, std::int64_t batch_size,
+                                       bool shuffle, std::uint64_t seed) {
+  const std::int64_t size = data.size(0);
+  return DataLoader(DistributedSampler(size, num_processes(), process_index(), shuffle, seed),
+                    batch_size, DataLoader::TensorFetch(std::move(data), std::move(target)),
+                    device(), [this](bool last) { OnBatch(last); });
+}
+
+void Accelerator::OnBatch(bool last) { state_->end_of_data = last; }
+
+AccumulateGuard Accelerator::accumulate() {
+  auto& s = *state_;
+  if (s.end_of_data) {
+    s.micro_step = 0;
+    s.sync = true;
+  } else {
+    ++s.micro_step;
+    s.sync = s.micro_step % s.options.gradient_accumulation_steps == 0;
+  }
+  s.in_accumulate = true;
+  return AccumulateGuard(this, s.sync);
+}
+
+void Accelerator::EndAccumulate() { state_->in_accumulate = false; }
+
+bool Accelerator::sync_gradients() const { return state_->sync; }
+
+Accelerator::AutocastScope::AutocastScope(const Accelerator& acc) {
+  const auto& s = *acc.state_;
+  c10::ScalarType dtype;
+  if (s.precision == MixedPrecision::kFp16 && s.device.is_cuda()) {
+    kind_ = 1;
+    dtype = at::kHalf;
+  } else if (s.precision == MixedPrecision::kBf16) {
+    kind_ = s.device.is_cuda() ? 1 : 2;
+    dtype = at::kBFloat16;
+  } else {
+    return;
+  }
+  const auto type = kind_ == 1 ? c10::DeviceType::CUDA : c10::DeviceType::CPU;
+  prev_enabled_ = worker::compat::AutocastEnabled(type);
+  prev_dtype_ = static_cast<int>(worker::compat::AutocastDtype(type));
+  worker::compat::SetAutocastEnabled(type, true);
+  worker::compat::SetAutocastDtype(type, dtype);
+  at::autocast::increment_nesting();
+}
+
+Accelerator::AutocastScope::~AutocastScope() {
+  if (kind_ == 0) return;
+  const auto type = kind_ == 1 ? c10::DeviceType::CUDA : c10::DeviceType::CPU;
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  worker::compat::SetAutocastEnabled(type, prev_enabled_);
+  worker::compat::SetAutocastDtype(type, static_cast<c10::ScalarType>(prev_dtype_));
+}
+
+void Accelerator::backward(const at::Tensor& loss) {
+  auto& s = *state_;
+  at::Tensor scaled = loss;
+  if (s.options.gradient_accumulation_steps > 1) {
+    scaled = scaled / s.options.gradient_accumulation_steps;
+  }
+  if (s.scaler) scaled = scaled * s.scaler->scale_tensor();
+  for (auto& gs : s.grad_syncs) gs->BeginBackward(s.sync);
+  try {
+    scaled.backward();
+  } catch (const c10::Error& e) {
+    throw Error("backward", "", e.what_without_backtrace());
+  }
+  for (auto& gs : s.grad_syncs) gs->EndBackward();
+}
+
+double Accelerator::clip_grad_norm(double max_norm) {
+  auto& s = *state_;
+  if (!s.sync) return 0.0;
+  std::vector<at::Tensor> params;
+  for (const auto& m : s.modules) {
+    for (const auto& p : m->parameters()) params.push_back(p);
+  }
+  if (s.scaler && !s.unscaled) {
+    s.found_inf = s.scaler->UnscaleAndCheck(GradsOf(params));
+    s.unscaled = true;
+  }
+  return torch::nn::utils::clip_grad_norm_(params, max_norm);
+}
+
+bool Accelerator::step(torch::optim::Optimizer& optimizer) {
+  auto& s = *state_;
+  if (!s.sync) return false;
+  prepare(optimizer);
+  bool stepped = true;
+  if (s.scaler) {
+    if (!s.unscaled) {
+      std::vector<at::Tensor> params;
+      for (auto& group : optimizer.param_groups()) {
+        for (const auto& p : group.params()) params.push_back(p);
+      }
+      s.found_inf = s.scaler->UnscaleAndCheck(GradsOf(params));
+    }
+    at::Tensor flag = s.found_inf;
+    if (s.world > 1) s.comm->AllReduce(flag, ReduceOp::kMax, s.options.collective_timeout);
+    if (flag.item<float>() != 0.0f) {
+      stepped = false;
+      ++s.skipped;
+    } else {
+      optimizer.step();
+    }
+    s.scaler->Update(flag);
+  } else {
+    optimizer.step();
+  }
+  optimizer.zero_grad();
+  s.unscaled = false;
+  s.found_inf = at::Tensor();
+  ++s.steps;
+  if (s.progress) s.progress->Write(static_cast<std::uint64_t>(s.steps));
+  return stepped;
+}
+
+at::Tensor Accelerator::gather(const at::Tensor& tensor) {
+  at::Tensor all = state_->comm->AllGather(tensor.contiguous(), state_->options.collective_timeout);
+  return tensor.dim() == 0 ? all : all.flatten(0, 1);
+}
+
+at::Tensor Accelerator::reduce(const at::Tensor& tensor, ReduceOp op) {
+  at::Tensor out = tensor.clone(at::MemoryFormat::Contiguous);
+  state_->comm->AllReduce(out, op, state_->options.collective_timeout);
+  return out;
+}
+
+void Accelerator::wait_for_everyone() { state_->comm->Barrier(state_->options.collective_timeout); }
+
+void Accelerator::PrintLine(const std::string& line) { std::cout << line << std::endl; }
+
+double Accelerator::loss_scale() const { return state_->scaler ? state_->scaler->scale() : 1.0; }
+std::int64_t Accelerator::step_count() const { return state_->steps; }
+std::int64_t Accelerator::skipped_steps() const { return state_->skipped; }
+
+}  // namespace accel

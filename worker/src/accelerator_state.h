@@ -1,0 +1,60 @@
+// AcceleratorState: everything an Accelerator owns, shared by accelerator.cc (training loop) and
+// state_io.cc (save_state / load_state). Internal; not installed.
+#ifndef ACCEL_WORKER_ACCELERATOR_STATE_H_
+#define ACCEL_WORKER_ACCELERATOR_STATE_H_
+
+#include <c10/core/Device.h>
+#include <torch/nn/module.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "accel/communicator.h"
+#include "accel/options.h"
+#include "worker/src/amp/loss_scaler.h"
+#include "worker/src/ddp/grad_sync.h"
+#include "worker/src/progress_file.h"
+#include "worker/src/store/kv.h"
+
+namespace torch::optim {
+class Optimizer;
+}  // namespace torch::optim
+
+namespace accel::internal {
+
+struct AcceleratorState {
+  Options options;
+  int rank = 0;
+  int local_rank = 0;
+  int world = 1;
+  c10::Device device{c10::kCPU};
+  MixedPrecision precision = MixedPrecision::kNo;
+
+  std::unique_ptr<worker::Kv> kv;                  // null for a world of 1 and MPI
+  std::unique_ptr<Communicator> comm;              // never null
+  std::optional<worker::LossScaler> scaler;        // set when loss scaling is on
+  std::unique_ptr<worker::ProgressFile> progress;  // null without ACCEL_PROGRESS_FILE
+
+  std::vector<std::shared_ptr<torch::nn::Module>> modules;
+  std::vector<std::unique_ptr<worker::GradSync>> grad_syncs;  // one per module (world > 1)
+  std::vector<torch::optim::Optimizer*> optimizers;           // not owned
+
+  // Accumulation (accelerate's GradientState).
+  std::int64_t micro_step = 0;
+  bool sync = true;
+  bool end_of_data = false;
+  bool in_accumulate = false;
+
+  // This sync step's unscale result (set by clip_grad_norm or step).
+  bool unscaled = false;
+  at::Tensor found_inf;
+
+  std::int64_t steps = 0;
+  std::int64_t skipped = 0;
+};
+
+}  // namespace accel::internal
+
+#endif  // ACCEL_WORKER_ACCELERATOR_STATE_H_

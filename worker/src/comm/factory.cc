@@ -1,0 +1,89 @@
+// Backend choice (DESIGN.md §7). Which backends exist is decided at build time:
+// ACCEL_HAVE_GLOO / ACCEL_HAVE_NCCL / ACCEL_HAVE_MPI are set by worker/CMakeLists.txt.
+#include "worker/src/comm/factory.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "accel/error.h"
+
+namespace accel::worker {
+namespace {
+
+bool HasEnv(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0';
+}
+
+std::string Subject(const GroupSpec& spec) {
+  return "rank " + std::to_string(spec.rank) + " of " + std::to_string(spec.size);
+}
+
+Kv& RequireKv(Kv* kv, const char* backend, const GroupSpec& spec) {
+  if (kv == nullptr) {
+    throw Error(std::string("connect ") + backend, Subject(spec),
+                "no rendezvous store: set ACCEL_STORE_ENDPOINT (the launcher does)");
+  }
+  return *kv;
+}
+
+}  // namespace
+
+bool StartedByMpi() {
+  return HasEnv("OMPI_COMM_WORLD_SIZE") || HasEnv("PMI_SIZE") || HasEnv("PMIX_RANK") ||
+         HasEnv("PMI_RANK");
+}
+
+std::unique_ptr<Communicator> MakeCommunicator(Backend backend, const c10::Device& device,
+                                               const GroupSpec& spec, Kv* kv) {
+  if (backend == Backend::kAuto) {
+    if (device.is_cuda()) {
+      backend = Backend::kNccl;
+    } else if (StartedByMpi()) {
+      backend = Backend::kMpi;
+    } else {
+      backend = Backend::kGloo;
+    }
+  }
+  if (spec.size == 1) return MakeLocalCommunicator();
+  switch (backend) {
+    case Backend::kGloo:
+#if ACCEL_HAVE_GLOO
+    {
+      const char* addr = std::getenv("MASTER_ADDR");
+      const std::string master = addr != nullptr ? addr : "";
+      // A job on one machine talks over loopback; otherwise bind to this host's name.
+      std::string host = "127.0.0.1";
+      if (!master.empty() && master != "localhost" && master.rfind("127.", 0) != 0) {
+        char name[256] = {};
+        if (::gethostname(name, sizeof(name) - 1) == 0) host = name;
+      }
+      return MakeGlooCommunicator(RequireKv(kv, "gloo", spec), spec, host);
+    }
+#else
+      throw Error("connect gloo", Subject(spec), "this libaccel was built without Gloo");
+#endif
+    case Backend::kNccl:
+#if ACCEL_HAVE_NCCL
+      if (!device.is_cuda()) throw Error("connect nccl", Subject(spec), "device is not CUDA");
+      return MakeNcclCommunicator(&RequireKv(kv, "nccl", spec), spec,
+                                  device.index() < 0 ? 0 : device.index());
+#else
+      throw Error("connect nccl", Subject(spec), "this libaccel was built without NCCL");
+#endif
+    case Backend::kMpi:
+#if ACCEL_HAVE_MPI
+      return MakeMpiCommunicator(spec);
+#else
+      throw Error("connect mpi", Subject(spec), "this libaccel was built without MPI");
+#endif
+    case Backend::kAuto:
+      break;
+  }
+  throw Error("connect", Subject(spec), "no backend");
+}
+
+}  // namespace accel::worker

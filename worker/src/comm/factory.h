@@ -1,0 +1,54 @@
+// Communicator construction. Each Make* function is defined in its backend's file; the factory
+// picks one from the options, the device and the environment (DESIGN.md §7).
+#ifndef ACCEL_WORKER_COMM_FACTORY_H_
+#define ACCEL_WORKER_COMM_FACTORY_H_
+
+#include <c10/core/Device.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "accel/communicator.h"
+#include "accel/options.h"
+#include "worker/src/store/kv.h"
+
+namespace accel::worker {
+
+// Where and how a process group is formed.
+struct GroupSpec {
+  int rank = 0;
+  int size = 1;
+  std::string key_prefix;  // unique per group within the store namespace, e.g. "pg0/"
+  std::chrono::milliseconds timeout{300000};
+};
+
+// Returns true when this process was started by an MPI launcher (OMPI_COMM_WORLD_*, PMI_*,
+// PMIX_RANK) so that MPI_Init can form the world.
+bool StartedByMpi();
+
+// Chooses the backend: an explicit one is honoured (or throws when not compiled in); kAuto picks
+// NCCL for CUDA devices, MPI when StartedByMpi(), else Gloo. A world of 1 always gets the local
+// communicator (no peers, no store). `kv` may be null for MPI and for a
+// world of 1.
+std::unique_ptr<Communicator> MakeCommunicator(Backend backend, const c10::Device& device,
+                                               const GroupSpec& spec, Kv* kv);
+
+// World of 1: every collective is the identity (AllGather adds the leading dimension).
+std::unique_ptr<Communicator> MakeLocalCommunicator();
+
+// Gloo over TCP; blocks until all ranks connected through `kv` (deadline spec.timeout).
+// Binds to GLOO_SOCKET_IFNAME when set, else to `hostname` (127.0.0.1 for local jobs).
+std::unique_ptr<Communicator> MakeGlooCommunicator(Kv& kv, const GroupSpec& spec,
+                                                   const std::string& hostname);
+
+// NCCL on CUDA device `device_index`; the unique id comes from rank 0 through `kv` (null for a
+// world of 1: created locally).
+std::unique_ptr<Communicator> MakeNcclCommunicator(Kv* kv, const GroupSpec& spec, int device_index);
+
+// MPI_COMM_WORLD (MPI_Init_thread on first use, MPI_Finalize at exit).
+std::unique_ptr<Communicator> MakeMpiCommunicator(const GroupSpec& spec);
+
+}  // namespace accel::worker
+
+#endif  // ACCEL_WORKER_COMM_FACTORY_H_

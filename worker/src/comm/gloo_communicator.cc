@@ -1,0 +1,257 @@
+// GlooCommunicator: CPU collectives over Gloo's TCP transport, connected through our Kv.
+//
+// This file is the one adapter for Gloo: gloo::Exception/IoException/EnforceNotMet are caught here
+// and rethrown as accel::Error. Gloo's algorithms with unbound buffers (gloo::allreduce,
+// broadcast, allgather, barrier) wait on condition variables with the per-call timeout; the TCP
+// pairs stay in their default asynchronous (epoll loop thread) mode, so waiting never busy-polls,
+// which matters when there are more ranks than cores.
+#include <ATen/ATen.h>
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "accel/error.h"
+#include "worker/src/comm/factory.h"
+
+namespace accel::worker {
+namespace {
+
+// gloo::rendezvous::Store over our Kv: what Context::connectFullMesh uses to swap addresses.
+class GlooStore : public gloo::rendezvous::Store {
+ public:
+  GlooStore(Kv& kv, std::string prefix, std::chrono::milliseconds timeout)
+      : kv_(kv), prefix_(std::move(prefix)), timeout_(timeout) {}
+
+  void set(const std::string& key, const std::vector<char>& data) override {
+    kv_.Set(prefix_ + key, std::string(data.begin(), data.end()));
+  }
+  std::vector<char> get(const std::string& key) override {
+    std::string value = kv_.Get(prefix_ + key, timeout_);
+    return std::vector<char>(value.begin(), value.end());
+  }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override {
+    for (const auto& key : keys) kv_.Get(prefix_ + key, timeout);
+  }
+
+ private:
+  Kv& kv_;
+  std::string prefix_;
+  std::chrono::milliseconds timeout_;
+};
+
+using ReduceFn = void (*)(void*, const void*, const void*, size_t);
+
+template <typename T>
+ReduceFn PickReduce(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg:
+      return &gloo::sum<T>;
+    case ReduceOp::kMax:
+      return &gloo::max<T>;
+    case ReduceOp::kMin:
+      return &gloo::min<T>;
+  }
+  return &gloo::sum<T>;
+}
+
+class GlooCommunicator : public Communicator {
+ public:
+  GlooCommunicator(std::shared_ptr<gloo::rendezvous::Context> context, int rank, int size)
+      : context_(std::move(context)), rank_(rank), size_(size) {}
+
+  ~GlooCommunicator() override = default;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string name() const override { return "gloo"; }
+
+  void AllReduce(at::Tensor& tensor, ReduceOp op, std::chrono::milliseconds timeout) override {
+    Run("all-reduce", tensor, [&] {
+      CheckCpuContiguous("all-reduce", tensor);
+      const auto dtype = tensor.scalar_type();
+      if (dtype == at::kHalf || dtype == at::kBFloat16) {
+        // Gloo has no bf16 and a slow fp16 reduction: reduce in fp32 and cast back.
+        at::Tensor wide = tensor.to(at::kFloat);
+        ReduceTyped<float>(wide, op, timeout);
+        tensor.copy_(wide);
+        return;
+      }
+      switch (dtype) {
+        case at::kFloat:
+          ReduceTyped<float>(tensor, op, timeout);
+          break;
+        case at::kDouble:
+          ReduceTyped<double>(tensor, op, timeout);
+          break;
+        case at::kInt:
+          ReduceTyped<int32_t>(tensor, op, timeout);
+          break;
+        case at::kLong:
+          ReduceTyped<int64_t>(tensor, op, timeout);
+          break;
+        case at::kByte:
+          ReduceTyped<uint8_t>(tensor, op, timeout);
+          break;
+        default:
+          throw Error("all-reduce", Subject(),
+                      std::string("unsupported dtype ") + c10::toString(dtype));
+      }
+      if (op == ReduceOp::kAvg) {
+        if (at::isFloatingType(dtype)) {
+          tensor.div_(size_);
+        } else {
+          tensor.div_(size_, "trunc");
+        }
+      }
+    });
+  }
+
+  void Broadcast(at::Tensor& tensor, int root, std::chrono::milliseconds timeout) override {
+    Run("broadcast", tensor, [&] {
+      CheckCpuContiguous("broadcast", tensor);
+      if (root < 0 || root >= size_) {
+        throw Error("broadcast", Subject(), "root " + std::to_string(root) + " out of range");
+      }
+      gloo::BroadcastOptions opts(context_);
+      opts.setOutput(static_cast<uint8_t*>(tensor.data_ptr()), tensor.nbytes());
+      opts.setRoot(root);
+      opts.setTag(NextTag());
+      opts.setTimeout(timeout);
+      gloo::broadcast(opts);
+    });
+  }
+
+  at::Tensor AllGather(const at::Tensor& input, std::chrono::milliseconds timeout) override {
+    at::Tensor in = input.contiguous();
+    std::vector<int64_t> shape{size_};
+    shape.insert(shape.end(), in.sizes().begin(), in.sizes().end());
+    at::Tensor out = at::empty(shape, in.options());
+    Run("all-gather", out, [&] {
+      CheckCpuContiguous("all-gather", in);
+      gloo::AllgatherOptions opts(context_);
+      opts.setInput(static_cast<uint8_t*>(in.data_ptr()), in.nbytes());
+      opts.setOutput(static_cast<uint8_t*>(out.data_ptr()), out.nbytes());
+      opts.setTag(NextTag());
+      opts.setTimeout(timeout);
+      gloo::allgather(opts);
+    });
+    return out;
+  }
+
+  void Barrier(std::chrono::milliseconds timeout) override {
+    at::Tensor none;
+    Run("barrier", none, [&] {
+      gloo::BarrierOptions opts(context_);
+      opts.setTag(NextTag());
+      opts.setTimeout(timeout);
+      gloo::barrier(opts);
+    });
+  }
+
+  void Abort() override {
+    if (aborted_.exchange(true)) return;
+    try {
+      context_->closeConnections();
+    } catch (const std::exception&) {
+      // Already broken: nothing left to close.
+    }
+  }
+
+ private:
+  std::string Subject() const {
+    return "(gloo rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ")";
+  }
+
+  void CheckCpuContiguous(const char* op, const at::Tensor& tensor) const {
+    if (!tensor.device().is_cpu()) throw Error(op, Subject(), "tensor is not on the CPU");
+    if (!tensor.is_contiguous()) throw Error(op, Subject(), "tensor is not contiguous");
+  }
+
+  uint32_t NextTag() { return tag_++ & 0x7fffffff; }
+
+  template <typename T>
+  void ReduceTyped(at::Tensor& tensor, ReduceOp op, std::chrono::milliseconds timeout) {
+    if (tensor.numel() == 0) return;
+    gloo::AllreduceOptions opts(context_);
+    opts.setOutput(tensor.data_ptr<T>(), static_cast<size_t>(tensor.numel()));
+    opts.setReduceFunction(PickReduce<T>(op));
+    opts.setTag(NextTag());
+    opts.setTimeout(timeout);
+    gloo::allreduce(opts);
+  }
+
+  // Serializes calls, translates Gloo's exceptions and aborts the group on any failure (a
+  // timed-out or broken collective leaves the peers in an unknown state).
+  template <typename Fn>
+  void Run(const char* op, const at::Tensor& /*tensor*/, Fn&& fn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (aborted_) throw Error(op, Subject(), "communicator was aborted");
+    try {
+      fn();
+    } catch (const accel::Error&) {
+      throw;
+    } catch (const gloo::IoException& e) {
+      Abort();
+      throw Error(op, Subject(), std::string("I/O error or timeout: ") + e.what());
+    } catch (const std::exception& e) {
+      Abort();
+      throw Error(op, Subject(), e.what());
+    }
+  }
+
+  std::shared_ptr<gloo::rendezvous::Context> context_;
+  const int rank_;
+  const int size_;
+  std::mutex mu_;  // one collective at a time
+  uint32_t tag_ = 1;
+  std::atomic<bool> aborted_{false};
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> MakeGlooCommunicator(Kv& kv, const GroupSpec& spec,
+                                                   const std::string& hostname) {
+  gloo::transport::tcp::attr attr;
+  const char* iface = std::getenv("GLOO_SOCKET_IFNAME");
+  if (iface != nullptr && *iface != '\0') {
+    attr.iface = iface;
+  } else {
+    attr.hostname = hostname;
+  }
+  try {
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    auto context = std::make_shared<gloo::rendezvous::Context>(spec.rank, spec.size);
+    context->setTimeout(spec.timeout);
+    GlooStore store(kv, spec.key_prefix + "gloo/", spec.timeout);
+    context->connectFullMesh(store, device);
+    return std::make_unique<GlooCommunicator>(std::move(context), spec.rank, spec.size);
+  } catch (const accel::Error& e) {
+    throw Error("connect gloo", "rank " + std::to_string(spec.rank), e.what());
+  } catch (const std::exception& e) {
+    throw Error("connect gloo",
+                "rank " + std::to_string(spec.rank) + " via " +
+                    (attr.iface.empty() ? attr.hostname : attr.iface),
+                e.what());
+  }
+}
+
+}  // namespace accel::worker

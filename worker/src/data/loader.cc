@@ -1,0 +1,130 @@
+// DistributedSampler and DataLoader (accel/data.h).
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "accel/accelerator.h"
+#include "accel/data.h"
+#include "accel/error.h"
+
+namespace accel {
+
+DistributedSampler::DistributedSampler(std::int64_t dataset_size, int num_replicas, int rank,
+                                       bool shuffle, std::uint64_t seed)
+    : dataset_size_(dataset_size),
+      num_replicas_(num_replicas),
+      rank_(rank),
+      shuffle_(shuffle),
+      seed_(seed) {
+  if (num_replicas < 1) {
+    throw Error("create sampler", "",
+                "num_replicas must be >= 1, got " + std::to_string(num_replicas));
+  }
+  if (rank < 0 || rank >= num_replicas) {
+    throw Error(
+        "create sampler", "",
+        "rank " + std::to_string(rank) + " outside [0, " + std::to_string(num_replicas) + ")");
+  }
+  if (dataset_size < 0) throw Error("create sampler", "", "negative dataset size");
+}
+
+std::int64_t DistributedSampler::num_samples() const {
+  return (dataset_size_ + num_replicas_ - 1) / num_replicas_;
+}
+
+std::vector<std::int64_t> DistributedSampler::Indices() const {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(dataset_size_));
+  if (shuffle_) {
+    // torch.utils.data.DistributedSampler: randperm with a generator seeded by seed + epoch.
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(seed_ + static_cast<std::uint64_t>(epoch_));
+    at::Tensor perm = at::randperm(dataset_size_, gen, at::TensorOptions().dtype(at::kLong));
+    const std::int64_t* p = perm.data_ptr<std::int64_t>();
+    for (std::int64_t i = 0; i < dataset_size_; ++i) order[static_cast<std::size_t>(i)] = p[i];
+  } else {
+    for (std::int64_t i = 0; i < dataset_size_; ++i) order[static_cast<std::size_t>(i)] = i;
+  }
+  std::vector<std::int64_t> mine;
+  if (dataset_size_ == 0) return mine;
+  const std::int64_t total = num_samples() * num_replicas_;
+  mine.reserve(static_cast<std::size_t>(num_samples()));
+  for (std::int64_t pos = rank_; pos < total; pos += num_replicas_) {
+    mine.push_back(order[static_cast<std::size_t>(pos % dataset_size_)]);  // wrap-around padding
+  }
+  return mine;
+}
+
+DataLoader::DataLoader(DistributedSampler sampler, std::int64_t batch_size, FetchFn fetch,
+                       c10::Device device, BatchHook hook)
+    : sampler_(std::move(sampler)),
+      batch_size_(batch_size),
+      fetch_(std::move(fetch)),
+      device_(device),
+      hook_(std::move(hook)) {
+  if (batch_size < 1) {
+    throw Error("create data loader", "",
+                "batch_size must be >= 1, got " + std::to_string(batch_size));
+  }
+  if (!fetch_) throw Error("create data loader", "", "no fetch function");
+}
+
+DataLoader::FetchFn DataLoader::TensorFetch(at::Tensor data, at::Tensor target) {
+  if (data.size(0) != target.size(0)) {
+    throw Error("create data loader", "",
+                "data has " + std::to_string(data.size(0)) + " rows but target has " +
+                    std::to_string(target.size(0)));
+  }
+  return [data, target](const std::vector<std::int64_t>& indices) {
+    at::Tensor idx = at::tensor(indices, at::TensorOptions().dtype(at::kLong));
+    return Batch{data.index_select(0, idx.to(data.device())),
+                 target.index_select(0, idx.to(target.device()))};
+  };
+}
+
+std::int64_t DataLoader::size() const {
+  return (sampler_.num_samples() + batch_size_ - 1) / batch_size_;
+}
+
+DataLoader::Iterator DataLoader::begin() const {
+  Iterator it(this, 0);
+  it.indices_ = std::make_shared<const std::vector<std::int64_t>>(sampler_.Indices());
+  it.Load();
+  return it;
+}
+
+DataLoader::Iterator DataLoader::end() const { return Iterator(this, size()); }
+
+DataLoader::Iterator::Iterator(const DataLoader* loader, std::int64_t batch)
+    : loader_(loader), batch_(batch) {}
+
+DataLoader::Iterator& DataLoader::Iterator::operator++() {
+  ++batch_;
+  Load();
+  return *this;
+}
+
+void DataLoader::Iterator::Load() {
+  const std::int64_t batches = loader_->size();
+  if (batch_ >= batches) {
+    current_ = Batch{};
+    return;
+  }
+  const std::int64_t begin = batch_ * loader_->batch_size_;
+  const std::int64_t end = std::min<std::int64_t>(begin + loader_->batch_size_,
+                                                  static_cast<std::int64_t>(indices_->size()));
+  std::vector<std::int64_t> chunk(indices_->begin() + begin, indices_->begin() + end);
+  Batch batch = loader_->fetch_(chunk);
+  current_ = Batch{batch.data.to(loader_->device_), batch.target.to(loader_->device_)};
+  if (loader_->hook_) loader_->hook_(batch_ + 1 == batches);
+}
+
+namespace internal {
+Batch StackExamples(std::vector<at::Tensor> data, std::vector<at::Tensor> target) {
+  return Batch{at::stack(data), at::stack(target)};
+}
+}  // namespace internal
+
+}  // namespace accel
