@@ -95,7 +95,7 @@ struct Driver {
 bool LoadDriver(Driver* d, std::string* why) {
   d->lib = Open({"libcuda.so.1"}, false);
   if (d->lib.handle == nullptr) {
-    *why = "CUDA driver not found (dlopen libcuda.so.1: " + d->lib.error + ")";
+    *why = "CUDA driver not found: " + d->lib.error;
     return false;
   }
   void* h = d->lib.handle;

@@ -18,7 +18,7 @@ add_library(accel_launcher_config STATIC
   questionnaire.cc
   scheduler_detect.cc
 )
-target_link_libraries(accel_launcher_config PUBLIC accel_common yaml-cpp CLI11::CLI11 gRPC::grpc
+target_link_libraries(accel_launcher_config PUBLIC accel_common yaml-cpp CLI11::CLI11 gRPC::grpc++
                       absl::status absl::statusor absl::strings)
 accel_warnings(accel_launcher_config)
 

@@ -1,6 +1,7 @@
 #include "launcher/env_report.h"
 
 #include <grpc/grpc.h>
+#include <grpcpp/grpcpp.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -106,7 +107,7 @@ HostFacts GatherHostFacts() {
                       ? "not found (no torch/version.h at build time)"
                       : absl::StrCat(ACCEL_LIBTORCH_VERSION, " (", ACCEL_LIBTORCH_HEADER,
                                      ", at build time; the launcher does not link LibTorch)");
-  host.grpc = grpc_version_string();
+  host.grpc = absl::StrCat(grpc::Version(), " (core ", grpc_version_string(), ")");
   return host;
 }
 

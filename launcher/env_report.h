@@ -21,7 +21,7 @@ struct HostFacts {
   long long ram_mib = 0;
   std::string compiler;  // the compiler that built accel-launch
   std::string libtorch;  // LibTorch version from torch/version.h at build time, or "not found"
-  std::string grpc;      // grpc_version_string()
+  std::string grpc;      // grpc::Version() and grpc_version_string() (the core's)
 };
 
 // Reads the host facts (uname, sysconf, /etc/os-release, build-time versions).
