@@ -1,0 +1,179 @@
+// rdzv_agent: a stand-in for one machine's agent in the rendezvous mp/netns tests.
+//
+// Joins, optionally watches and reports, and prints one line per outcome on stdout:
+//   JOINED attempt=A base=B world=W master=H:P store=E ns=N machines=M
+//   JOIN_ERROR code=CODE msg=MESSAGE
+//   EVENT kind=abort|restart|done|server_lost machine=M msg=MESSAGE
+//   KV_OK peers=N
+// Flags (--name=value): endpoint, token, run_id, machine_rank, num_machines, num_processes,
+// local_processes, hostname, address, fingerprint (k=v), delay_ms (before joining),
+// timeout_ms (join deadline), watch_ms (0 = no watch), report (none|done|failure), kv (0|1).
+// Exit: 0 ok, 3 join failed, 4 no event before watch_ms, 5 an abort/lost event, 6 store error.
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "rendezvous/rendezvous_client.h"
+#include "rendezvous/store_client.h"
+
+namespace {
+
+using accel::rendezvous::Event;
+
+std::map<std::string, std::string> ParseFlags(int argc, char** argv) {
+  std::map<std::string, std::string> flags;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0) continue;
+    const std::size_t eq = arg.find('=');
+    if (eq == std::string::npos) {
+      flags[arg.substr(2)] = "1";
+    } else {
+      flags[arg.substr(2, eq - 2)] = arg.substr(eq + 1);
+    }
+  }
+  return flags;
+}
+
+int IntFlag(const std::map<std::string, std::string>& flags, const std::string& name, int def) {
+  auto it = flags.find(name);
+  int value = def;
+  if (it != flags.end() && !absl::SimpleAtoi(it->second, &value)) value = def;
+  return value;
+}
+
+std::string Flag(const std::map<std::string, std::string>& flags, const std::string& name,
+                 const std::string& def) {
+  auto it = flags.find(name);
+  return it == flags.end() ? def : it->second;
+}
+
+void Print(const std::string& line) {
+  std::fprintf(stdout, "%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+const char* KindName(Event::Kind kind) {
+  switch (kind) {
+    case Event::Kind::kAbort:
+      return "abort";
+    case Event::Kind::kRestart:
+      return "restart";
+    case Event::Kind::kDone:
+      return "done";
+    case Event::Kind::kServerLost:
+      return "server_lost";
+  }
+  return "?";
+}
+
+// Every machine sets its key and waits for all others: the workers' NCCL-id style exchange.
+int ExchangeThroughStore(const accel::rendezvous::JoinResult& joined, const std::string& token,
+                         int machine_rank, int num_machines) {
+  auto store =
+      accel::rendezvous::ConnectStore(joined.store_endpoint, token, joined.store_namespace);
+  if (!store.ok()) {
+    Print(absl::StrCat("KV_ERROR ", store.status().ToString()));
+    return 6;
+  }
+  absl::Status status = (*store)->Set(absl::StrCat("machine", machine_rank), "up");
+  std::vector<std::string> keys;
+  for (int m = 0; m < num_machines; ++m) keys.push_back(absl::StrCat("machine", m));
+  if (status.ok()) status = (*store)->Wait(keys, absl::Seconds(20));
+  absl::StatusOr<std::int64_t> count = (*store)->Add("arrived", 1);
+  if (!status.ok() || !count.ok()) {
+    Print(absl::StrCat("KV_ERROR ", status.ok() ? count.status().ToString() : status.ToString()));
+    return 6;
+  }
+  Print(absl::StrCat("KV_OK peers=", keys.size()));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto flags = ParseFlags(argc, argv);
+  accel::rendezvous::ClientOptions options;
+  options.endpoint = Flag(flags, "endpoint", "");
+  options.token = Flag(flags, "token", "");
+  options.run_id = Flag(flags, "run_id", "run");
+  options.machine_rank = IntFlag(flags, "machine_rank", 0);
+  options.hostname = Flag(flags, "hostname", absl::StrCat("host", options.machine_rank));
+  accel::rendezvous::JoinRequest request;
+  request.run_id = options.run_id;
+  request.machine_rank = options.machine_rank;
+  request.num_machines = IntFlag(flags, "num_machines", 1);
+  request.num_processes = IntFlag(flags, "num_processes", 0);
+  request.local_processes = IntFlag(flags, "local_processes", 1);
+  request.hostname = options.hostname;
+  if (flags.count("address")) request.addresses.push_back(Flag(flags, "address", ""));
+  const std::string fingerprint = Flag(flags, "fingerprint", "mixed_precision=no");
+  const std::size_t eq = fingerprint.find('=');
+  request.config_fingerprint[fingerprint.substr(0, eq)] =
+      eq == std::string::npos ? "" : fingerprint.substr(eq + 1);
+  request.accel_version = "test";
+
+  absl::SleepFor(absl::Milliseconds(IntFlag(flags, "delay_ms", 0)));
+  auto client = accel::rendezvous::NewGrpcRendezvousClient(options);
+  if (!client.ok()) {
+    Print(absl::StrCat("JOIN_ERROR code=", absl::StatusCodeToString(client.status().code()),
+                       " msg=", client.status().message()));
+    return 3;
+  }
+  auto joined = (*client)->Join(
+      request, absl::Now() + absl::Milliseconds(IntFlag(flags, "timeout_ms", 30000)));
+  if (!joined.ok()) {
+    Print(absl::StrCat("JOIN_ERROR code=", absl::StatusCodeToString(joined.status().code()),
+                       " msg=", joined.status().message()));
+    return 3;
+  }
+  Print(absl::StrCat("JOINED attempt=", joined->attempt, " base=", joined->base_rank,
+                     " world=", joined->world_size, " master=", joined->master_addr, ":",
+                     joined->master_port, " store=", joined->store_endpoint,
+                     " ns=", joined->store_namespace, " machines=", joined->machines.size()));
+  if (IntFlag(flags, "kv", 0) != 0) {
+    if (int rc = ExchangeThroughStore(*joined, options.token, request.machine_rank,
+                                      request.num_machines);
+        rc != 0) {
+      return rc;
+    }
+  }
+  const int watch_ms = IntFlag(flags, "watch_ms", 0);
+  if (watch_ms <= 0) return 0;
+  absl::Notification got;
+  Event event;
+  absl::Status started = (*client)->Watch(joined->attempt, [&](const Event& e) {
+    event = e;
+    got.Notify();
+  });
+  if (!started.ok()) return 4;
+  const std::string report = Flag(flags, "report", "none");
+  if (report == "done") {
+    absl::Status s = (*client)->ReportDone(joined->attempt);
+    if (!s.ok()) Print(absl::StrCat("REPORT_ERROR ", s.ToString()));
+  } else if (report == "failure") {
+    accel::rendezvous::RootCause cause;
+    cause.machine_rank = request.machine_rank;
+    cause.hostname = request.hostname;
+    cause.rank = joined->base_rank;
+    cause.exit_code = 7;
+    cause.message = absl::StrCat("rank ", joined->base_rank, " exited with 7");
+    absl::Status s = (*client)->ReportFailure(joined->attempt, cause);
+    if (!s.ok()) Print(absl::StrCat("REPORT_ERROR ", s.ToString()));
+  }
+  if (!got.WaitForNotificationWithTimeout(absl::Milliseconds(watch_ms))) {
+    Print("NO_EVENT");
+    (*client)->StopWatch();
+    return 4;
+  }
+  Print(absl::StrCat("EVENT kind=", KindName(event.kind), " machine=",
+                     event.root_cause.machine_rank, " msg=", event.root_cause.message));
+  (*client)->StopWatch();
+  return event.kind == Event::Kind::kAbort || event.kind == Event::Kind::kServerLost ? 5 : 0;
+}
