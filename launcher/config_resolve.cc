@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "launcher/config_loader.h"
+#include "launcher/config_netif.h"
 #include "launcher/config_schema.h"
 #include "launcher/config_validate.h"
 #include "launcher/scheduler_detect.h"
@@ -95,6 +96,20 @@ void Normalize(ResolvedConfig* out) {
   }
 }
 
+// Fills local_addr from network_interface when only the interface is given.
+void ResolveInterface(ResolvedConfig* out) {
+  Config& c = out->config;
+  if (c.network_interface.empty() || !c.local_addr.empty()) return;
+  absl::StatusOr<std::string> address = InterfaceAddress(c.network_interface);
+  if (!address.ok()) {
+    out->problems.push_back(
+        DiagnosticFor(out->sources, "network_interface", std::string(address.status().message())));
+    return;
+  }
+  c.local_addr = *address;
+  out->sources["local_addr"] = out->sources["network_interface"];
+}
+
 }  // namespace
 
 Config DefaultsForHardware(int gpus) {
@@ -175,6 +190,7 @@ ResolvedConfig ResolveConfig(const ResolveOptions& options) {
     ApplyText(key, text, origin, &out);
   }
   Normalize(&out);
+  ResolveInterface(&out);
   std::vector<Diagnostic> invalid = ValidateConfig(out.config, out.sources);
   out.problems.insert(out.problems.end(), invalid.begin(), invalid.end());
   return out;

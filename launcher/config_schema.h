@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "launcher/config.h"
+#include "launcher/config_values.h"
 #include "launcher/config_yaml.h"
 
 namespace accel::launcher {
@@ -56,12 +57,6 @@ std::string EnvVarName(absl::string_view key);
 
 // Returns `value` as a YAML scalar, single-quoted when YAML would read it as something else.
 std::string YamlQuote(absl::string_view value);
-
-// Parses a boolean spelled true/false, yes/no, on/off or 1/0 (any case).
-bool ParseBool(absl::string_view text, bool* out);
-
-// Wraps flag or environment text as a scalar value for KeySpec::set.
-YamlValue ScalarValue(absl::string_view text);
 
 }  // namespace accel::launcher
 

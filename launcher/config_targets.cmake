@@ -7,10 +7,12 @@ add_library(accel_launcher_config STATIC
   cli_main.cc
   config.cc
   config_loader.cc
+  config_netif.cc
   config_resolve.cc
   config_schema.cc
   config_source.cc
   config_validate.cc
+  config_values.cc
   config_writer.cc
   config_yaml.cc
   diagnostics.cc

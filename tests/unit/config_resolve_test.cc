@@ -170,5 +170,23 @@ TEST(ConfigResolveTest, OpenMpiFillsRankAndCount) {
             "address of machine 0; set main_process_ip or --main_process_ip)\n");
 }
 
+TEST(ConfigResolveTest, NetworkInterfaceBecomesLocalAddr) {
+  ResolveOptions options = Options({});
+  options.flags = {{"network_interface", "lo"}};
+  ResolvedConfig r = ResolveConfig(options);
+  EXPECT_TRUE(r.problems.empty()) << FormatDiagnostics(r.problems);
+  EXPECT_EQ(r.config.local_addr, "127.0.0.1");
+
+  options.flags = {{"network_interface", "nosuch0"}};
+  r = ResolveConfig(options);
+  const std::string text = FormatDiagnostics(r.problems);
+  EXPECT_EQ(text.rfind("--network_interface nosuch0: network_interface 'nosuch0' has no IPv4 "
+                       "address on this machine (interfaces with one: ",
+                       0),
+            0u)
+      << text;
+  EXPECT_NE(text.find("lo"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace accel::launcher
