@@ -153,6 +153,7 @@ std::vector<Diagnostic> ApplyConfigText(const std::string& path, absl::string_vi
     const absl::Status status = spec->set(value, &updated);
     if (!status.ok()) {
       diagnostics.Add(pos, absl::StrCat(spec->name, ": ", status.message()));
+      (*sources)[std::string(spec->name)].kind = ValueOrigin::Kind::kRejected;
       continue;
     }
     *config = std::move(updated);

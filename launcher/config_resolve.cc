@@ -56,6 +56,7 @@ void ApplyText(const std::string& key, const std::string& text, ValueOrigin orig
   if (!status.ok()) {
     out->problems.push_back(
         {origin.where, 0, 0, "", absl::StrCat(spec->name, ": ", status.message())});
+    out->sources[std::string(spec->name)].kind = ValueOrigin::Kind::kRejected;
     return;
   }
   out->sources[std::string(spec->name)] = std::move(origin);

@@ -7,6 +7,11 @@
 
 namespace accel::launcher {
 
+bool Accepted(const SourceMap& sources, const std::string& key) {
+  auto it = sources.find(key);
+  return it == sources.end() || it->second.kind != ValueOrigin::Kind::kRejected;
+}
+
 Diagnostic DiagnosticFor(const SourceMap& sources, const std::string& key, std::string message) {
   Diagnostic d;
   d.message = std::move(message);
@@ -15,6 +20,7 @@ Diagnostic DiagnosticFor(const SourceMap& sources, const std::string& key, std::
   const ValueOrigin& origin = it->second;
   switch (origin.kind) {
     case ValueOrigin::Kind::kDefault:
+    case ValueOrigin::Kind::kRejected:
       break;
     case ValueOrigin::Kind::kHardware:
       d.where = "defaults for this machine";
@@ -38,6 +44,8 @@ std::string DescribeOrigin(const ValueOrigin& origin) {
   switch (origin.kind) {
     case ValueOrigin::Kind::kDefault:
       return "default";
+    case ValueOrigin::Kind::kRejected:
+      return "rejected";
     case ValueOrigin::Kind::kHardware:
       return "detected hardware";
     case ValueOrigin::Kind::kFile:

@@ -15,7 +15,15 @@
 namespace accel::launcher {
 
 struct ValueOrigin {
-  enum class Kind { kDefault, kHardware, kFile, kScheduler, kEnvironment, kCommandLine };
+  enum class Kind {
+    kDefault,
+    kHardware,
+    kFile,
+    kScheduler,
+    kEnvironment,
+    kCommandLine,
+    kRejected,  // a value was given but rejected (already reported); cross-field checks skip it
+  };
   Kind kind = Kind::kDefault;
   std::string where;  // file path, "ACCEL_NUM_MACHINES=2", "--num_machines 2", "SLURM_NNODES=2"
   int line = 0;       // kFile: 1-based position of the value
@@ -25,6 +33,9 @@ struct ValueOrigin {
 
 // Config key → origin of the value in effect. Keys absent here hold their default.
 using SourceMap = std::map<std::string, ValueOrigin>;
+
+// Returns true unless `key`'s value was rejected (its problem is already reported).
+bool Accepted(const SourceMap& sources, const std::string& key);
 
 // Returns a diagnostic for `key` pointing at its origin in `sources`.
 Diagnostic DiagnosticFor(const SourceMap& sources, const std::string& key, std::string message);

@@ -9,18 +9,20 @@ std::vector<Diagnostic> ValidateConfig(const Config& c, const SourceMap& sources
   auto problem = [&](const std::string& key, std::string message) {
     problems.push_back(DiagnosticFor(sources, key, std::move(message)));
   };
-  const bool machines_ok = c.num_machines >= 1;
-  const bool processes_ok = c.num_processes >= 1;
-  if (!machines_ok) {
+  // A rejected value is already reported: checks that involve it would only add noise.
+  auto ok = [&](const char* key) { return Accepted(sources, key); };
+  const bool machines_ok = c.num_machines >= 1 && ok("num_machines");
+  const bool processes_ok = c.num_processes >= 1 && ok("num_processes");
+  if (c.num_machines < 1) {
     problem("num_machines", absl::StrCat("num_machines must be at least 1, got ", c.num_machines));
   }
-  if (!processes_ok) {
+  if (c.num_processes < 1) {
     problem("num_processes",
             absl::StrCat("num_processes must be at least 1, got ", c.num_processes));
   }
   if (c.machine_rank < 0) {
     problem("machine_rank", absl::StrCat("machine_rank must be at least 0, got ", c.machine_rank));
-  } else if (machines_ok && c.machine_rank >= c.num_machines) {
+  } else if (machines_ok && ok("machine_rank") && c.machine_rank >= c.num_machines) {
     problem("machine_rank", absl::StrCat("machine_rank ", c.machine_rank,
                                          " is out of range: it must be less than num_machines (",
                                          c.num_machines, ")"));
@@ -36,12 +38,12 @@ std::vector<Diagnostic> ValidateConfig(const Config& c, const SourceMap& sources
                          " (num_processes is the total over all machines; each machine runs the "
                          "same number)"));
   }
-  if (c.num_machines > 1 && c.main_process_ip.empty()) {
+  if (machines_ok && c.num_machines > 1 && c.main_process_ip.empty() && ok("main_process_ip")) {
     problem("num_machines",
             absl::StrCat("main_process_ip is required when num_machines is ", c.num_machines,
                          " (the address of machine 0; set main_process_ip or --main_process_ip)"));
   }
-  if (c.num_machines > 1 && c.main_process_port == 0) {
+  if (machines_ok && c.num_machines > 1 && c.main_process_port == 0 && ok("main_process_port")) {
     problem("main_process_port",
             "main_process_port 0 (a free port) only works on one machine; choose a port that every "
             "machine can reach, e.g. 29500");

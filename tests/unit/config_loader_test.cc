@@ -200,6 +200,14 @@ TEST(ConfigLoaderTest, AllProblemsAtOnce) {
   EXPECT_NE(out.find("cfg.yaml:4:19: deepspeed_config: DeepSpeed"), std::string::npos);
 }
 
+TEST(ConfigLoaderTest, RejectedValueDoesNotCauseFollowUpErrors) {
+  // num_machines is unusable, so "machine_rank 1 >= num_machines" would only be noise.
+  EXPECT_EQ(Problems("num_machines: two\nmachine_rank: 1\nnum_processes: 3\n"),
+            "cfg.yaml:1:15: num_machines: expected an integer, got 'two'\n"
+            "num_machines: two\n"
+            "              ^\n");
+}
+
 TEST(ConfigLoaderTest, UnreadableFile) {
   Config c;
   SourceMap sources;
