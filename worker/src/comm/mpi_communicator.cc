@@ -8,6 +8,9 @@
 // training thread and the DDP communication thread, never at once: an internal mutex) and
 // finalized at process exit.
 #include <ATen/ATen.h>
+// The C API only: no deprecated C++ bindings (they would need libmpi_cxx).
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
 #include <algorithm>
