@@ -2,6 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <tuple>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "launcher/config_loader.h"
@@ -194,6 +197,13 @@ ResolvedConfig ResolveConfig(const ResolveOptions& options) {
   ResolveInterface(&out);
   std::vector<Diagnostic> invalid = ValidateConfig(out.config, out.sources);
   out.problems.insert(out.problems.end(), invalid.begin(), invalid.end());
+  // Like a compiler: file positions in order first, then the rest as found.
+  std::stable_sort(
+      out.problems.begin(), out.problems.end(), [](const Diagnostic& a, const Diagnostic& b) {
+        if ((a.line > 0) != (b.line > 0)) return a.line > 0;
+        if (a.line == 0) return false;
+        return std::tie(a.where, a.line, a.column) < std::tie(b.where, b.line, b.column);
+      });
   return out;
 }
 

@@ -44,7 +44,8 @@ std::vector<Diagnostic> ValidateConfig(const Config& c, const SourceMap& sources
                          " (the address of machine 0; set main_process_ip or --main_process_ip)"));
   }
   if (machines_ok && c.num_machines > 1 && c.main_process_port == 0 && ok("main_process_port")) {
-    problem("main_process_port",
+    // Point at whatever made this a multi-machine job when the port is just the default.
+    problem(sources.count("main_process_port") != 0 ? "main_process_port" : "num_machines",
             "main_process_port 0 (a free port) only works on one machine; choose a port that every "
             "machine can reach, e.g. 29500");
   }

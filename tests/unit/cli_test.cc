@@ -101,13 +101,12 @@ TEST_F(CliTest, InvalidConfigExitsTwoWithAllProblems) {
   const std::string file = home_.Write("bad.yaml", "num_processes:3\nnum_machines: 2\n");
   EXPECT_EQ(Run({"--config_file", file, "--machine_rank", "5", "p"}), 2);
   EXPECT_TRUE(requests_.empty());
+  // File positions first, in order; then the rest.
   EXPECT_EQ(err_.str(),
             "[accel-launch] num_processes is 3: distributed_type NO becomes MULTI_GPU\n" + file +
                 ":1:15: malformed YAML: missing space after ':' (write 'num_processes: 3')\n"
                 "num_processes:3\n"
-                "              ^\n"
-                "--machine_rank 5: machine_rank 5 is out of range: it must be less than "
-                "num_machines (2)\n" +
+                "              ^\n" +
                 file +
                 ":1:15: num_processes 3 is not divisible by num_machines 2 (num_processes "
                 "is the total over all machines; each machine runs the same number)\n"
@@ -117,9 +116,14 @@ TEST_F(CliTest, InvalidConfigExitsTwoWithAllProblems) {
                 ":2:15: main_process_ip is required when num_machines is 2 (the address of "
                 "machine 0; set main_process_ip or --main_process_ip)\n"
                 "num_machines: 2\n"
+                "              ^\n" +
+                file +
+                ":2:15: main_process_port 0 (a free port) only works on one machine; choose a "
+                "port that every machine can reach, e.g. 29500\n"
+                "num_machines: 2\n"
                 "              ^\n"
-                "main_process_port 0 (a free port) only works on one machine; choose a port "
-                "that every machine can reach, e.g. 29500\n"
+                "--machine_rank 5: machine_rank 5 is out of range: it must be less than "
+                "num_machines (2)\n"
                 "accel-launch: 5 problems in the configuration; nothing was launched\n");
 }
 
