@@ -21,6 +21,7 @@ v1::JoinRequest ToProto(const JoinRequest& r) {
   p.set_accel_version(r.accel_version);
   p.mutable_versions()->insert(r.versions.begin(), r.versions.end());
   p.set_device_summary(r.device_summary);
+  p.set_want_machines(r.want_machines);
   return p;
 }
 

@@ -158,9 +158,10 @@ void JoinCoordinator::CompleteLocked(absl::Time now, Outbox& out) {
   common.set_store_endpoint(HostPort(host, hooks_.store_port ? hooks_.store_port() : 0));
   common.set_store_namespace(StoreNamespace(options_.run_id, attempt_));
   for (const std::string& warning : warnings_) common.add_warnings(warning);
+  google::protobuf::RepeatedPtrField<v1::Machine> machines;
   std::size_t index = 0;
   for (const auto& [rank, pending] : pending_) {
-    v1::Machine* m = common.add_machines();
+    v1::Machine* m = machines.Add();
     m->set_machine_rank(rank);
     m->set_hostname(pending.machine.request.hostname());
     m->set_address(pending.machine.address);
@@ -172,6 +173,7 @@ void JoinCoordinator::CompleteLocked(absl::Time now, Outbox& out) {
   for (auto& [rank, pending] : pending_) {
     v1::JoinResponse response = common;
     response.set_base_rank(base[index++]);
+    if (pending.machine.request.want_machines()) *response.mutable_machines() = machines;
     out.joins.emplace_back(std::move(pending.done), std::move(response));
     members_[rank] = Member{std::move(pending.machine), now, false, 0, nullptr};
   }

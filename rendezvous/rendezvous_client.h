@@ -42,6 +42,7 @@ struct JoinRequest {
   std::string accel_version;                    // accel-launch version
   std::map<std::string, std::string> versions;  // e.g. libtorch, cuda, nccl → version string
   std::string device_summary;                   // e.g. "2x Tesla T4" or "cpu"
+  bool want_machines = true;  // JoinResult.machines filled (O(num_machines) bytes per machine)
 };
 
 // One machine of a completed attempt.

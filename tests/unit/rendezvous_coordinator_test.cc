@@ -46,6 +46,7 @@ class CoordinatorTest : public ::testing::Test {
     r.set_hostname("host" + std::to_string(rank));
     r.add_addresses("10.0.0." + std::to_string(rank + 1));
     r.set_agent_nonce(nonce.empty() ? "nonce" + std::to_string(rank) : nonce);
+    r.set_want_machines(true);
     return r;
   }
 
@@ -121,6 +122,17 @@ TEST_F(CoordinatorTest, CompletesWhenLastMachineJoinsWithPrefixSumRanks) {
     EXPECT_EQ(r.machines(2).base_rank(), 5);
     EXPECT_EQ(r.machines(1).local_processes(), 4);
   }
+}
+
+TEST_F(CoordinatorTest, MachineListOnlyForThoseWhoAskForIt) {
+  v1::JoinRequest quiet = Request(1, 1);
+  quiet.set_want_machines(false);
+  Join(Request(0, 1));
+  Join(quiet);
+  Join(Request(2, 1));
+  EXPECT_EQ(results_[0][0]->machines_size(), 3);
+  EXPECT_EQ(results_[1][0]->machines_size(), 0);
+  EXPECT_EQ(results_[1][0]->base_rank(), 1);
 }
 
 TEST_F(CoordinatorTest, DuplicateRankIsRefusedAndTheFirstStillCompletes) {

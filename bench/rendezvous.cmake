@@ -1,0 +1,4 @@
+# rendezvous_bench: N simulated agents joining one server on loopback; KV ops/s (DESIGN.md §10).
+add_executable(rendezvous_bench ${CMAKE_CURRENT_LIST_DIR}/rendezvous_bench.cc)
+target_link_libraries(rendezvous_bench PRIVATE accel::rendezvous)
+accel_warnings(rendezvous_bench)
