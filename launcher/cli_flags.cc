@@ -46,7 +46,8 @@ ParseOutcome ParseLaunchArgs(const FlagSet& set, const std::vector<std::string>&
   std::vector<std::string> option_names = {"config_file", "verbose"};
   app.add_option("--config_file,--config-file", out->config_file,
                  "config file (default: $ACCEL_CONFIG_FILE, ~/.config/accel-launch/"
-                 "default_config.yaml, $HF_HOME/accelerate/default_config.yaml)");
+                 "default_config.yaml, $HF_HOME/accelerate/default_config.yaml)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_flag("-v,--verbose", out->verbose, "log debug details");
   if (set.launch_only) {
     app.add_flag("--dry_run,--dry-run", out->dry_run,
@@ -69,8 +70,10 @@ ParseOutcome ParseLaunchArgs(const FlagSet& set, const std::vector<std::string>&
     const bool is_bool = spec.kind == KeyKind::kBool;
     const std::string names = FlagNames(spec.name, is_bool, spec.name == "use_cpu" ? "--cpu" : "");
     // Flags bind a vector so that each occurrence is kept as "true"/"false"/"<text>".
-    CLI::Option* option = is_bool ? app.add_flag(names, flag_values.emplace_back())
-                                  : app.add_option(names)->type_name("VALUE")->expected(1);
+    CLI::Option* option =
+        is_bool ? app.add_flag(names, flag_values.emplace_back())
+                : app.add_option(names)->type_name("VALUE")->expected(1)->multi_option_policy(
+                      CLI::MultiOptionPolicy::TakeAll);
     option->description(std::string(spec.help))->group(kKeysGroup);
     key_options.push_back({std::string(spec.name), option});
     option_names.emplace_back(spec.name);

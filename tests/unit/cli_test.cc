@@ -82,11 +82,17 @@ TEST_F(CliTest, LaunchSubcommandDashesAndBooleanForms) {
   EXPECT_EQ(c.log_dir, "/tmp/l");
 }
 
-TEST_F(CliTest, LastBooleanFormWins) {
+TEST_F(CliTest, LastFormWins) {
   ASSERT_EQ(Run({"--use_cpu", "--use-cpu=false", "p"}), 0);
   EXPECT_FALSE(requests_.at(0).config.use_cpu);
   ASSERT_EQ(Run({"--no-use_cpu", "--cpu", "p"}), 0);
   EXPECT_TRUE(requests_.at(1).config.use_cpu);
+  ASSERT_EQ(Run({"--num_processes", "2", "--num-processes=3", "--config_file", "/nonexistent",
+                 "--config_file", "/dev/null", "p"}),
+            0)
+      << err_.str();
+  EXPECT_EQ(requests_.at(2).config.num_processes, 3);
+  EXPECT_EQ(requests_.at(2).config_path, "/dev/null");
 }
 
 TEST_F(CliTest, UnknownOptionSuggestsAndLaunchesNothing) {
