@@ -40,6 +40,7 @@ std::string TrainUsage() {
   --checkpoint-dir DIR --resume --save-every N
   --warmup N                 steps left out of samples/s (default 0)
   --seed N                   data, teacher and init seed (default 0)
+  --no-overlap               all-reduce after backward instead of during it (benchmarks)
 )";
 }
 
@@ -110,6 +111,10 @@ std::optional<TrainFlags> ParseTrainFlags(const std::vector<std::string>& args,
     for (char& c : name) c = c == '_' ? '-' : c;
     if (name == "resume") {
       flags.resume = true;
+      continue;
+    }
+    if (name == "no-overlap") {
+      flags.overlap = false;
       continue;
     }
     auto it = with_value.find(name);

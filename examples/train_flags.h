@@ -29,6 +29,7 @@ struct TrainFlags {
   std::int64_t warmup = 0;      // steps excluded from samples/s
   std::uint64_t seed = 0;
   double max_grad_norm = 0;  // 0 = no clipping
+  bool overlap = true;       // --no-overlap: all-reduce after backward (benchmarks)
   bool help = false;
 };
 
