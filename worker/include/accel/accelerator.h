@@ -52,6 +52,19 @@ namespace accel {
 
 namespace internal {
 struct AcceleratorState;
+
+// IsModule<M>: M is a torch module holder (TORCH_MODULE(Net) → Net) or shared_ptr<a Module>.
+template <typename M, typename = void>
+struct IsModule : std::false_type {};
+template <typename M>
+struct IsModule<M, std::void_t<typename M::ContainedType>>
+    : std::bool_constant<std::is_base_of_v<torch::nn::ModuleHolder<typename M::ContainedType>, M>> {
+  static std::shared_ptr<torch::nn::Module> Ptr(const M& m) { return m.ptr(); }
+};
+template <typename T>
+struct IsModule<std::shared_ptr<T>, void> : std::is_base_of<torch::nn::Module, T> {
+  static std::shared_ptr<torch::nn::Module> Ptr(const std::shared_ptr<T>& m) { return m; }
+};
 }  // namespace internal
 
 class Accelerator;
@@ -104,16 +117,11 @@ class Accelerator {
 
   // --- preparing ----------------------------------------------------------------------------
   // Moves `module` to device(), broadcasts its parameters and buffers from rank 0 and (world > 1)
-  // installs DDP gradient hooks. Returns the same module. Collective.
-  template <typename Impl>
-  torch::nn::ModuleHolder<Impl> prepare(torch::nn::ModuleHolder<Impl> module) {
-    PrepareModule(module.ptr());
-    return module;
-  }
-  template <typename Impl>
-  std::shared_ptr<Impl> prepare(std::shared_ptr<Impl> module) {
-    static_assert(std::is_base_of_v<torch::nn::Module, Impl>, "prepare() takes a torch module");
-    PrepareModule(module);
+  // installs DDP gradient hooks. Takes a module holder (TORCH_MODULE(Net) → Net) or a
+  // shared_ptr to a module; returns the same module. Collective.
+  template <typename M, typename = std::enable_if_t<internal::IsModule<M>::value>>
+  M prepare(M module) {
+    PrepareModule(internal::IsModule<M>::Ptr(module));
     return module;
   }
   // Registers `optimizer` for save_state/load_state. Returns it.

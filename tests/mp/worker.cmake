@@ -1,0 +1,37 @@
+# libaccel multi-process tests: Gloo over 127.0.0.1 with 2 and 4 ranks (file store), and MPI under
+# mpirun. One driver binary (no LibTorch) spawns tests/testing/worker_mp_rank; each scenario is
+# its own CTest entry (gtest filter) with its own timeout.
+if(TARGET accel_worker AND ACCEL_HAVE_GLOO)
+  add_executable(worker_mp_rank ${PROJECT_SOURCE_DIR}/tests/testing/worker_mp_rank.cc)
+  target_link_libraries(worker_mp_rank PRIVATE accel_worker)
+  accel_warnings(worker_mp_rank)
+
+  add_executable(worker_mp_test ${CMAKE_CURRENT_LIST_DIR}/worker_mp_test.cc)
+  target_link_libraries(worker_mp_test PRIVATE GTest::gtest GTest::gtest_main Threads::Threads)
+  target_compile_definitions(worker_mp_test PRIVATE
+    ACCEL_WORKER_MP_RANK="$<TARGET_FILE:worker_mp_rank>")
+  find_program(ACCEL_MPIRUN mpirun)
+  if(ACCEL_HAVE_MPI AND ACCEL_MPIRUN)
+    target_compile_definitions(worker_mp_test PRIVATE ACCEL_MPIRUN="${ACCEL_MPIRUN}")
+  endif()
+  add_dependencies(worker_mp_test worker_mp_rank)
+  accel_warnings(worker_mp_test)
+
+  foreach(group IN ITEMS Collectives:120 Equivalence:400 InfOnOneRank:120 SaveKillLoad:200
+                         EquivalenceUnderMpirun:200)
+    string(REPLACE ":" ";" parts ${group})
+    list(GET parts 0 filter)
+    list(GET parts 1 timeout)
+    if(filter STREQUAL "EquivalenceUnderMpirun" AND NOT (ACCEL_HAVE_MPI AND ACCEL_MPIRUN))
+      continue()
+    endif()
+    if(filter STREQUAL "Equivalence")
+      set(pattern "WorkerMpTest.EquivalenceWorld*")
+    else()
+      set(pattern "WorkerMpTest.${filter}*")
+    endif()
+    string(TOLOWER ${filter} lower)
+    add_test(NAME worker_mp_${lower} COMMAND worker_mp_test --gtest_filter=${pattern})
+    set_tests_properties(worker_mp_${lower} PROPERTIES LABELS mp TIMEOUT ${timeout})
+  endforeach()
+endif()
