@@ -102,10 +102,11 @@ std::string RepairMissingSpaces(absl::string_view text, FileDiagnostics* diagnos
   return repaired;
 }
 
-// The value's position, or just after the key when YAML gives none (an empty value).
+// The value's position; for an empty value (YAML places it at the next token) just after the
+// key's colon.
 YamlPos ValuePos(const YamlValue& key, const YamlValue& value) {
-  if (value.pos.line > 0) return value.pos;
-  return {key.pos.line, key.pos.column + static_cast<int>(key.scalar.size()) + 2};
+  if (value.pos.line > 0 && value.kind != YamlValue::Kind::kNull) return value.pos;
+  return {key.pos.line, key.pos.column + static_cast<int>(key.scalar.size()) + 1};
 }
 
 }  // namespace

@@ -103,6 +103,13 @@ TEST(ConfigLoaderTest, WrongTypesPointAtTheValue) {
             "              ^\n");
 }
 
+TEST(ConfigLoaderTest, EmptyValuePointsAfterTheColon) {
+  EXPECT_EQ(Problems("num_processes:\nuse_cpu: true\n"),
+            "cfg.yaml:1:15: num_processes: expected an integer, got nothing\n"
+            "num_processes:\n"
+            "              ^\n");
+}
+
 TEST(ConfigLoaderTest, EnumsSuggestAndRejectUnsupported) {
   EXPECT_EQ(Problems("distributed_type: MULTI_GPUS\n"),
             "cfg.yaml:1:19: distributed_type: expected NO, MULTI_GPU or MULTI_CPU, got "
