@@ -2,6 +2,8 @@
 // with the exact caret position.
 #include "launcher/config_loader.h"
 
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -221,6 +223,24 @@ TEST(ConfigLoaderTest, UnreadableFile) {
   std::vector<Diagnostic> problems = ApplyConfigFile("/nonexistent/cfg.yaml", &c, &sources);
   EXPECT_EQ(FormatDiagnostics(problems),
             "/nonexistent/cfg.yaml: read config file: No such file or directory\n");
+}
+
+TEST(ConfigLoaderTest, ShippedConfigsAreValid) {
+  const char* source_dir = std::getenv("ACCEL_SOURCE_DIR");
+  if (source_dir == nullptr) GTEST_SKIP() << "ACCEL_SOURCE_DIR is not set (run through ctest)";
+  int files = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(source_dir) + "/configs")) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++files;
+    Config c;
+    SourceMap sources;
+    std::vector<Diagnostic> problems = ApplyConfigFile(entry.path().string(), &c, &sources);
+    std::vector<Diagnostic> invalid = ValidateConfig(c, sources);
+    problems.insert(problems.end(), invalid.begin(), invalid.end());
+    EXPECT_EQ(FormatDiagnostics(problems), "") << entry.path();
+  }
+  EXPECT_GT(files, 0);
 }
 
 TEST(DiagnosticsTest, CaretKeepsTabs) {
