@@ -144,7 +144,6 @@ int Agent::Run() {
       if (rendezvous != nullptr) rendezvous->ReportFailure(result.attempt, failure, can_restart);
     };
     AttemptResult attempt = supervisor.Run(*std::move(workers), router, on_failure);
-    if (rendezvous != nullptr) rendezvous->StopWatch();
 
     switch (attempt.end) {
       case AttemptEnd::kSucceeded:
