@@ -1,5 +1,6 @@
 // fake_worker: a scriptable worker for the launcher's tests. Every behaviour is a flag:
 //   --print_env[=A,B]     print "ENV NAME=value" (or "ENV NAME unset") for the contract names
+//   --print_pids          print "PID <pid> PPID <parent pid>"
 //   --list_fds            print "FDS 0 1 2 ..." (the open descriptors, /proc/self/fd)
 //   --pid_dir=DIR         write DIR/rank_<RANK>.pid with this process's pid
 //   --lines=N[:LEN]       print N stdout lines of LEN characters (default 80), "rank R line I xxx"
@@ -119,6 +120,8 @@ int main(int argc, char** argv) {
           std::printf("ENV %s unset\n", name.c_str());
         }
       }
+    } else if (Flag(argv[i], "--print_pids", &v)) {
+      std::printf("PID %d PPID %d\n", static_cast<int>(::getpid()), static_cast<int>(::getppid()));
     } else if (Flag(argv[i], "--list_fds", &v)) {
       std::string line = "FDS";
       DIR* dir = ::opendir("/proc/self/fd");
