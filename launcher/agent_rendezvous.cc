@@ -73,6 +73,15 @@ WorkerFailure FromRootCause(const rendezvous::RootCause& cause, absl::Time seen)
   f.exit.signal = cause.signal;
   f.time = seen;
   f.detail = cause.message;
+  // ToRootCause's message starts "local rank L, pid P": show them in their columns.
+  int local_rank = -1, pid = 0, consumed = 0;
+  if (std::sscanf(cause.message.c_str(), "local rank %d, pid %d%n", &local_rank, &pid, &consumed) ==
+      2) {
+    f.local_rank = local_rank;
+    f.pid = pid;
+    f.detail = cause.message.substr(static_cast<std::size_t>(consumed));
+    if (f.detail.rfind("; ", 0) == 0) f.detail = f.detail.substr(2);
+  }
   return f;
 }
 
