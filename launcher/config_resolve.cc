@@ -129,10 +129,14 @@ std::string OurDefaultConfigPath(const EnvLookup& env) {
 }
 
 std::string AccelerateDefaultConfigPath(const EnvLookup& env) {
+  // As accelerate computes it: $HF_HOME, else ${XDG_CACHE_HOME:-~/.cache}/huggingface.
   std::optional<std::string> hf_home = env("HF_HOME");
+  std::optional<std::string> xdg_cache = env("XDG_CACHE_HOME");
   std::string dir;
   if (hf_home && !hf_home->empty()) {
     dir = *hf_home;
+  } else if (xdg_cache && !xdg_cache->empty()) {
+    dir = *xdg_cache + "/huggingface";
   } else if (!Home(env).empty()) {
     dir = Home(env) + "/.cache/huggingface";
   } else {

@@ -21,7 +21,8 @@ namespace accel::launcher {
 
 // Returns ~/.config/accel-launch/default_config.yaml ("" when HOME is unset).
 std::string OurDefaultConfigPath(const EnvLookup& env);
-// Returns $HF_HOME/accelerate/default_config.yaml, HF_HOME defaulting to ~/.cache/huggingface.
+// Returns $HF_HOME/accelerate/default_config.yaml, HF_HOME defaulting to
+// ${XDG_CACHE_HOME:-~/.cache}/huggingface as in accelerate.
 std::string AccelerateDefaultConfigPath(const EnvLookup& env);
 
 // Returns the defaults for a machine with `gpus` GPUs: one process per GPU (MULTI_GPU when

@@ -47,6 +47,12 @@ TEST(ConfigLookupTest, OrderIsFlagThenEnvThenOursThenAccelerates) {
 TEST(ConfigLookupTest, HfHomeDefaultsToCacheHuggingface) {
   EXPECT_EQ(AccelerateDefaultConfigPath(FixedEnvironment({{"HOME", "/h"}})),
             "/h/.cache/huggingface/accelerate/default_config.yaml");
+  EXPECT_EQ(
+      AccelerateDefaultConfigPath(FixedEnvironment({{"HOME", "/h"}, {"XDG_CACHE_HOME", "/x"}})),
+      "/x/huggingface/accelerate/default_config.yaml");
+  EXPECT_EQ(AccelerateDefaultConfigPath(
+                FixedEnvironment({{"HOME", "/h"}, {"XDG_CACHE_HOME", "/x"}, {"HF_HOME", "/hf"}})),
+            "/hf/accelerate/default_config.yaml");
   EXPECT_EQ(OurDefaultConfigPath(FixedEnvironment({{"HOME", "/h"}})),
             "/h/.config/accel-launch/default_config.yaml");
 }
