@@ -7,7 +7,9 @@
 //   KV_OK peers=N
 // Flags (--name=value): endpoint, token, run_id, machine_rank, num_machines, num_processes,
 // local_processes, hostname, address, fingerprint (k=v), delay_ms (before joining),
-// timeout_ms (join deadline), watch_ms (0 = no watch), report (none|done|failure), kv (0|1).
+// timeout_ms (join deadline), watch_ms (0 = no watch), report (none|done|failure), kv (0|1),
+// serve (host:port: also run the server there, as machine 0's launcher does, print
+// "SERVING port=P" and join through 127.0.0.1:P), rdzv_timeout_ms (the server's).
 // Exit: 0 ok, 3 join failed, 4 no event before watch_ms, 5 an abort/lost event, 6 store error.
 #include <unistd.h>
 
@@ -20,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "rendezvous/rendezvous_client.h"
+#include "rendezvous/server.h"
 #include "rendezvous/store_client.h"
 
 namespace {
@@ -119,6 +122,24 @@ int main(int argc, char** argv) {
       eq == std::string::npos ? "" : fingerprint.substr(eq + 1);
   request.accel_version = "test";
 
+  std::unique_ptr<accel::rendezvous::RendezvousServer> server;
+  if (flags.count("serve")) {
+    accel::rendezvous::ServerOptions server_options;
+    server_options.bind_address = Flag(flags, "serve", "");
+    server_options.num_machines = request.num_machines;
+    server_options.num_processes = request.num_processes;
+    server_options.run_id = options.run_id;
+    server_options.token = options.token;
+    server_options.rdzv_timeout = absl::Milliseconds(IntFlag(flags, "rdzv_timeout_ms", 30000));
+    auto started = accel::rendezvous::RendezvousServer::Start(server_options);
+    if (!started.ok()) {
+      Print(absl::StrCat("SERVE_ERROR ", started.status().ToString()));
+      return 3;
+    }
+    server = *std::move(started);
+    options.endpoint = absl::StrCat("127.0.0.1:", server->port());
+    Print(absl::StrCat("SERVING port=", server->port()));
+  }
   absl::SleepFor(absl::Milliseconds(IntFlag(flags, "delay_ms", 0)));
   auto client = accel::rendezvous::NewGrpcRendezvousClient(options);
   if (!client.ok()) {
