@@ -24,6 +24,7 @@ using values::SetFsdp;
 using values::SetGpuIds;
 using values::SetInt;
 using values::SetIpex;
+using values::SetLegacyFp16;
 using values::SetMegatron;
 using values::SetMixedPrecision;
 using values::SetOff;
@@ -87,6 +88,8 @@ std::vector<KeySpec> MakeSchema() {
                  "accepted for compatibility; accel-launch does not pin workers (default false)"),
       ACCEL_KEY(fp8_config, kSection, true, kNever, "FP8: not supported, must be empty",
                 SetOtherSection(v, "FP8 (fp8_config)"), ""),
+      ACCEL_KEY(fp16, kIgnored, true, kNever,
+                "old accelerate spelling: true = mixed_precision fp16", SetLegacyFp16(v, c), ""),
       ACCEL_KEY(fsdp_config, kSection, true, kNever, "FSDP: not supported, must be empty",
                 SetFsdp(v, c), std::string(c.has_fsdp_config ? "(set)" : "{}")),
       ACCEL_KEY(gpu_ids, kList, true, kAlways, "'all' or GPU indices like 0,1 (default all)",

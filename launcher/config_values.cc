@@ -252,5 +252,12 @@ absl::Status SetOff(const YamlValue& v, absl::string_view what) {
   return Invalid(absl::StrCat(what, " is not supported by accel-launch; remove it or set it off"));
 }
 
+absl::Status SetLegacyFp16(const YamlValue& v, Config* c) {
+  bool fp16 = false;
+  absl::Status status = SetBool(v, &fp16);
+  if (status.ok() && fp16) c->mixed_precision = MixedPrecision::kFp16;
+  return status;
+}
+
 }  // namespace values
 }  // namespace accel::launcher

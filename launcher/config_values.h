@@ -50,6 +50,8 @@ absl::Status SetOtherSection(const YamlValue& v, absl::string_view what);
 // dynamo_config / ipex_config: fine when empty or every entry is off (false, no, NO).
 absl::Status SetDynamo(const YamlValue& v, Config* c);
 absl::Status SetIpex(const YamlValue& v, Config* c);
+// accelerate's old `fp16: true`: sets mixed_precision fp16 (false leaves it alone).
+absl::Status SetLegacyFp16(const YamlValue& v, Config* c);
 // A switch we cannot honour: fine when absent or off.
 absl::Status SetOff(const YamlValue& v, absl::string_view what);
 

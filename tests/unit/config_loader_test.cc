@@ -57,6 +57,17 @@ dynamo_config:
   EXPECT_EQ(c.gpu_ids, "all");
 }
 
+TEST(ConfigLoaderTest, ReadsAcceleratesOldSpellings) {
+  Config c;
+  EXPECT_EQ(Problems("distributed_type: NO\nfp16: true\ndynamo_backend: 'NO'\n", &c), "");
+  EXPECT_EQ(c.mixed_precision, MixedPrecision::kFp16);
+  EXPECT_EQ(Problems("dynamo_backend: INDUCTOR\n"),
+            "cfg.yaml:1:17: dynamo_backend: torch.compile (dynamo_backend) is not supported by "
+            "accel-launch; remove it or set it off\n"
+            "dynamo_backend: INDUCTOR\n"
+            "                ^\n");
+}
+
 TEST(ConfigLoaderTest, ReadsOurAdditionsAndLists) {
   Config c;
   EXPECT_EQ(Problems("gradient_accumulation_steps: 4\nrdzv_timeout: 12.5\nmax_restarts: 2\n"
