@@ -139,6 +139,13 @@ class GrpcRendezvousServer final : public RendezvousServer {
           absl::StrCat("start rendezvous server: cannot listen on ", options_.bind_address));
     }
     timer_ = std::thread([this] { TimerLoop(); });
+    const bool loopback = host_ == "localhost" || host_ == "::1" || host_.rfind("127.", 0) == 0;
+    if (options_.token.empty() && !loopback) {
+      spdlog::warn(
+          "rendezvous server on {} has no token: anyone who reaches it can join and use the store "
+          "(set rdzv_token_file or ACCEL_RDZV_TOKEN)",
+          endpoint());
+    }
     spdlog::debug("rendezvous server for run_id={} listening on {}", options_.run_id, endpoint());
     return absl::OkStatus();
   }

@@ -3,8 +3,10 @@
 #include <gmock/gmock.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <thread>
 
 #include "absl/synchronization/blocking_counter.h"
@@ -213,6 +215,47 @@ TEST_F(GrpcTest, AbandonedJoinIsWithdrawnSoItsRankCanJoinAgain) {
   EXPECT_EQ(joined1->base_rank, 1);
   EXPECT_EQ(joined1->world_size, 2);
   EXPECT_EQ(joined0->store_endpoint, server_->endpoint());
+}
+
+TEST(GrpcTlsTest, TlsServerServesTlsClientsAndRefusesPlaintext) {
+  const std::string dir = ::testing::TempDir() + "/rdzv_tls_" + std::to_string(::getpid());
+  const std::string command =
+      "mkdir -p " + dir + " && timeout 60 openssl req -x509 -newkey rsa:2048 -nodes -days 1 " +
+      "-subj /CN=localhost -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " + dir +
+      "/key.pem -out " + dir + "/cert.pem >/dev/null 2>&1";
+  if (std::system(command.c_str()) != 0) GTEST_SKIP() << "openssl cannot make a test certificate";
+  ServerOptions options;
+  options.run_id = "run";
+  options.token = "tok";
+  options.tls_cert_path = dir + "/cert.pem";
+  options.tls_key_path = dir + "/key.pem";
+  auto server = RendezvousServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  StoreClientOptions tls;
+  tls.tls_ca_path = dir + "/cert.pem";
+  tls.connect_timeout = absl::Seconds(5);
+  auto secure = ConnectStore((*server)->endpoint(), "tok", "run/0", tls);
+  ASSERT_TRUE(secure.ok()) << secure.status();
+  EXPECT_TRUE((*secure)->Set("k", "v").ok());
+  EXPECT_EQ(*(*secure)->Get("k", absl::ZeroDuration()), "v");
+  StoreClientOptions plain;
+  plain.connect_timeout = absl::Seconds(2);
+  plain.rpc_deadline = absl::Seconds(2);
+  auto insecure = ConnectStore((*server)->endpoint(), "tok", "run/0", plain);
+  ASSERT_TRUE(insecure.ok());
+  EXPECT_FALSE((*insecure)->Set("k", "x").ok());
+  EXPECT_EQ(*(*secure)->Get("k", absl::ZeroDuration()), "v");
+  std::system(("rm -rf " + dir).c_str());
+}
+
+TEST(GrpcTlsTest, MissingCertificateIsAClearStartError) {
+  ServerOptions options;
+  options.tls_cert_path = "/nonexistent/cert.pem";
+  options.tls_key_path = "/nonexistent/key.pem";
+  auto server = RendezvousServer::Start(options);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(server.status().message(),
+              HasSubstr("start rendezvous server: TLS certificate: open /nonexistent/cert.pem"));
 }
 
 }  // namespace

@@ -6,9 +6,11 @@
 #include <thread>
 #include <vector>
 
+#include "rendezvous/auth.h"
 #include "rendezvous/in_memory_store.h"
 #include "rendezvous/kv_table.h"
 #include "rendezvous/prefix_store.h"
+#include "rendezvous/token.h"
 
 namespace accel::rendezvous {
 namespace {
@@ -225,6 +227,41 @@ TEST(KvTableTest, DropNamespaceFreesItsBytesOnly) {
   EXPECT_EQ(table.total_bytes(), 4);
   EXPECT_EQ(table.Get("run/0", "k").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(*table.Get("run/1", "k"), "vvv");
+}
+
+TEST(TokenTest, GeneratedTokensAreLongHexAndDistinct) {
+  absl::StatusOr<std::string> a = GenerateToken();
+  absl::StatusOr<std::string> b = GenerateToken();
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->size(), 64u);
+  EXPECT_EQ(a->find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_NE(*a, *b);
+}
+
+TEST(TokenTest, LoadTokenPrefersTheFileThenTheEnvironment) {
+  const std::string path = ::testing::TempDir() + "/rdzv_token";
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("  from-file \nsecond line\n", f);
+  std::fclose(f);
+  ::setenv("ACCEL_RDZV_TOKEN", "from-env", 1);
+  EXPECT_EQ(*LoadToken(path), "from-file");
+  EXPECT_EQ(*LoadToken(""), "from-env");
+  ::unsetenv("ACCEL_RDZV_TOKEN");
+  EXPECT_EQ(*LoadToken(""), "");
+  EXPECT_EQ(LoadToken(path + ".missing").status().code(), absl::StatusCode::kNotFound);
+  f = std::fopen(path.c_str(), "w");
+  std::fclose(f);
+  EXPECT_EQ(LoadToken(path).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TokenTest, TokenMatchesOnlyTheExactToken) {
+  EXPECT_TRUE(TokenMatches("abc", "abc"));
+  EXPECT_FALSE(TokenMatches("abc", "abd"));
+  EXPECT_FALSE(TokenMatches("abc", "ab"));
+  EXPECT_FALSE(TokenMatches("abc", "abcd"));
+  EXPECT_FALSE(TokenMatches("abc", ""));
+  EXPECT_TRUE(TokenMatches("", ""));
 }
 
 }  // namespace
