@@ -6,3 +6,8 @@ accel_add_test(NAME agent_plan_test LABEL unit TIMEOUT 60
 accel_add_test(NAME agent_output_test LABEL unit TIMEOUT 60
                SOURCES ${CMAKE_CURRENT_LIST_DIR}/agent_output_test.cc
                LIBS accel_launcher_agent_core)
+if(TARGET accel_launcher_agent)
+  accel_add_test(NAME agent_rendezvous_test LABEL unit TIMEOUT 60
+                 SOURCES ${CMAKE_CURRENT_LIST_DIR}/agent_rendezvous_test.cc
+                 LIBS accel_launcher_agent)
+endif()
