@@ -5,6 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launcher/config_loader.h"
+#include "launcher/config_schema.h"
 #include "launcher/config_validate.h"
 #include "launcher/config_writer.h"
 #include "launcher/questionnaire.h"
@@ -112,6 +113,26 @@ TEST(QuestionnaireTest, SingleGpuDefaultsAreAccelerateCompatible) {
   // No additions at their defaults: accelerate (which rejects unknown keys) reads this file.
   EXPECT_THAT(ToConfigYaml(*config), ::testing::Not(HasSubstr("gradient_accumulation_steps")));
   EXPECT_THAT(ToConfigYaml(*config), HasSubstr("mixed_precision: fp16\n"));
+}
+
+TEST(ConfigWriterTest, AwkwardStringsRoundTrip) {
+  for (const std::string value :
+       {"no", "", "a: b", "#x", "it's", "123", "/tmp/x y", "- a", "true", "'q'"}) {
+    Config c;
+    c.log_dir = value;
+    c.main_process_ip = value.empty() ? "" : "h" + value;
+    Config loaded;
+    SourceMap sources;
+    const std::string yaml = ToConfigYaml(c);
+    EXPECT_EQ(FormatDiagnostics(ApplyConfigText("w.yaml", yaml, &loaded, &sources)), "") << yaml;
+    EXPECT_EQ(loaded.log_dir, value) << yaml;
+    EXPECT_EQ(loaded.main_process_ip, c.main_process_ip) << yaml;
+  }
+  EXPECT_EQ(YamlQuote("no"), "'no'");
+  EXPECT_EQ(YamlQuote("it's"), "it's");
+  EXPECT_EQ(YamlQuote("'q'"), "'''q'''");
+  EXPECT_EQ(YamlQuote("10.0.0.1"), "10.0.0.1");
+  EXPECT_EQ(YamlQuote("29500"), "'29500'");
 }
 
 TEST(QuestionnaireTest, EndOfInputIsAnError) {
