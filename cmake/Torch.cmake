@@ -10,3 +10,10 @@ if(NOT TARGET accel_torch)
   target_compile_options(accel_torch INTERFACE ${_accel_torch_flags})
   add_library(accel::torch ALIAS accel_torch)
 endif()
+
+# A LibTorch built with the old C++ ABI (pip wheels before 2.7: -D_GLIBCXX_USE_CXX11_ABI=0)
+# needs every C++ target that passes std::string across a library boundary to agree, including
+# GoogleTest built from source in the worker-only build: apply LibTorch's flags directory-wide there.
+if(ACCEL_WORKER_ONLY AND TORCH_CXX_FLAGS)
+  add_compile_options(${_accel_torch_flags})
+endif()

@@ -35,3 +35,12 @@ if(TARGET accel_worker AND ACCEL_HAVE_GLOO)
     set_tests_properties(worker_mp_${lower} PROPERTIES LABELS mp TIMEOUT ${timeout})
   endforeach()
 endif()
+
+# The installed package: a user's project builds against `cmake --install --component worker`
+# with find_package(AccelLaunch) and with pkg-config, and runs. Slow: two LibTorch compiles.
+if(TARGET accel_worker AND NOT ACCEL_SANITIZE)
+  add_test(NAME worker_install_external
+           COMMAND ${PROJECT_SOURCE_DIR}/tests/testing/worker_install_check.sh
+                   ${CMAKE_BINARY_DIR} ${PROJECT_SOURCE_DIR})
+  set_tests_properties(worker_install_external PROPERTIES LABELS mp TIMEOUT 600)
+endif()

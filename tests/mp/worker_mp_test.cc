@@ -177,6 +177,7 @@ class WorkerMpTest : public ::testing::Test {
                   {"ACCEL_PROGRESS_FILE", dir_ + "/progress" + tag}});
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     ExpectAllSucceeded(results);
+    EXPECT_NE(results[0].output.find("backend gloo"), std::string::npos) << results[0].output;
     const std::vector<float> got = ReadParams(tag);
     ASSERT_EQ(got.size(), ref.size());
     const double rel = RelDiff(got, ref);
@@ -240,6 +241,7 @@ TEST_F(WorkerMpTest, EquivalenceUnderMpirun) {
                     {{"OMPI_MCA_plm_rsh_agent", ""}}, dir_ + "/mpirun.log");
   auto results = Wait({pid}, {dir_ + "/mpirun.log"}, std::chrono::seconds(240));
   ExpectAllSucceeded(results);
+  EXPECT_NE(results[0].output.find("backend mpi"), std::string::npos) << results[0].output;
   const std::vector<float> got = ReadParams("mpi");
   ASSERT_EQ(got.size(), ref.size()) << results[0].output;
   const double rel = RelDiff(got, ref);

@@ -128,6 +128,7 @@ int Collectives() {
 int Train(const std::string& out_dir, const std::string& tag, int64_t micro) {
   accel::Accelerator acc(BaseOptions());
   torch::manual_seed(7 + acc.process_index());  // different init per rank: prepare() must broadcast
+  acc.print("backend ", acc.communicator().name());
   Net net = acc.prepare(Net());
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
   auto [x, y] = Dataset(320);
