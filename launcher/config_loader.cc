@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -171,6 +172,13 @@ std::vector<Diagnostic> ApplyConfigText(const std::string& path, absl::string_vi
 
 std::vector<Diagnostic> ApplyConfigFile(const std::string& path, Config* config,
                                         SourceMap* sources) {
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) {
+    Diagnostic d;
+    d.where = path;
+    d.message = "read config file: Is a directory";
+    return {d};
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     Diagnostic d;

@@ -183,7 +183,8 @@ ResolvedConfig ResolveConfig(const ResolveOptions& options) {
   for (const KeySpec& spec : Schema()) {
     if (spec.kind == KeyKind::kIgnored || spec.kind == KeyKind::kSection) continue;
     const std::string name = EnvVarName(spec.name);
-    if (std::optional<std::string> text = options.env(name)) {
+    std::optional<std::string> text = options.env(name);
+    if (text && !text->empty()) {  // VAR= (empty) reads as unset, as shells use it
       ValueOrigin origin;
       origin.kind = ValueOrigin::Kind::kEnvironment;
       origin.where = absl::StrCat(name, "=", *text);

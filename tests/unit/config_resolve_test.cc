@@ -125,6 +125,18 @@ TEST(ConfigResolveTest, ExplicitMissingFileIsAProblem) {
   ResolvedConfig r = ResolveConfig(options);
   EXPECT_EQ(FormatDiagnostics(r.problems),
             "/nonexistent/node1.yaml: read config file: No such file or directory\n");
+  TempDir dir;
+  options.config_file = dir.path();
+  r = ResolveConfig(options);
+  EXPECT_EQ(FormatDiagnostics(r.problems), dir.path() + ": read config file: Is a directory\n");
+}
+
+TEST(ConfigResolveTest, EmptyEnvironmentVariableReadsAsUnset) {
+  ResolveOptions options = Options({{"ACCEL_NUM_PROCESSES", ""}, {"ACCEL_MAX_RESTARTS", "2"}});
+  ResolvedConfig r = ResolveConfig(options);
+  EXPECT_TRUE(r.problems.empty()) << FormatDiagnostics(r.problems);
+  EXPECT_EQ(r.config.num_processes, 1);
+  EXPECT_EQ(r.config.max_restarts, 2);
 }
 
 TEST(ConfigResolveTest, MachineRankFromFlagIsCheckedAgainstFile) {
