@@ -5,15 +5,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "rendezvous/absl_view.h"
+#include "rendezvous/join_result.h"
 #include "rendezvous/rendezvous_client.h"
 
 namespace accel::rendezvous {
 namespace {
-
-std::string HostPort(const std::string& host, int port) {
-  if (host.find(':') != std::string::npos) return absl::StrCat("[", host, "]:", port);
-  return absl::StrCat(host, ":", port);
-}
 
 absl::Status Unavailable() { return absl::UnavailableError("rendezvous server: shutting down"); }
 
@@ -117,27 +113,6 @@ JoinCoordinator::Id JoinCoordinator::Join(const v1::JoinRequest& request, std::s
 }
 
 void JoinCoordinator::CompleteLocked(absl::Time now, Outbox& out) {
-  std::vector<int> locals;
-  for (const auto& [rank, pending] : pending_) {
-    locals.push_back(pending.machine.request.local_processes());
-  }
-  const std::vector<int> base = AssignBaseRanks(locals);
-  std::int64_t world = 0;
-  for (int count : locals) world += count;
-  if (options_.num_processes > 0 && world != options_.num_processes) {
-    std::vector<std::string> parts;
-    for (const auto& [rank, pending] : pending_) {
-      parts.push_back(absl::StrCat(DescribeMachine(pending.machine), " runs ",
-                                   pending.machine.request.local_processes()));
-    }
-    FailPendingLocked(
-        absl::FailedPreconditionError(absl::StrCat(
-            "join rendezvous run_id=", options_.run_id,
-            ": num_processes mismatch: the machines run ", world, " processes in total (",
-            absl::StrJoin(parts, ", "), ") but num_processes=", options_.num_processes)),
-        out);
-    return;
-  }
   absl::StatusOr<int> master_port =
       hooks_.pick_master_port ? hooks_.pick_master_port() : absl::StatusOr<int>(0);
   if (!master_port.ok()) {
@@ -148,33 +123,24 @@ void JoinCoordinator::CompleteLocked(absl::Time now, Outbox& out) {
         out);
     return;
   }
-  const std::string host =
-      !hooks_.advertise_host.empty() ? hooks_.advertise_host : pending_.at(0).machine.address;
-  v1::JoinResponse common;
-  common.set_attempt(attempt_);
-  common.set_world_size(static_cast<int>(world));
-  common.set_master_addr(host);
-  common.set_master_port(*master_port);
-  common.set_store_endpoint(HostPort(host, hooks_.store_port ? hooks_.store_port() : 0));
-  common.set_store_namespace(StoreNamespace(options_.run_id, attempt_));
-  for (const std::string& warning : warnings_) common.add_warnings(warning);
-  google::protobuf::RepeatedPtrField<v1::Machine> machines;
-  std::size_t index = 0;
-  for (const auto& [rank, pending] : pending_) {
-    v1::Machine* m = machines.Add();
-    m->set_machine_rank(rank);
-    m->set_hostname(pending.machine.request.hostname());
-    m->set_address(pending.machine.address);
-    m->set_base_rank(base[index++]);
-    m->set_local_processes(pending.machine.request.local_processes());
+  std::vector<const JoinedMachine*> machines;
+  for (const auto& [rank, pending] : pending_) machines.push_back(&pending.machine);
+  AttemptInfo info{options_.run_id,
+                   attempt_,
+                   options_.num_processes,
+                   hooks_.advertise_host,
+                   *master_port,
+                   hooks_.store_port ? hooks_.store_port() : 0,
+                   warnings_};
+  absl::StatusOr<std::vector<v1::JoinResponse>> responses = BuildJoinResponses(machines, info);
+  if (!responses.ok()) {
+    FailPendingLocked(responses.status(), out);
+    return;
   }
   members_.clear();
-  index = 0;
+  std::size_t index = 0;
   for (auto& [rank, pending] : pending_) {
-    v1::JoinResponse response = common;
-    response.set_base_rank(base[index++]);
-    if (pending.machine.request.want_machines()) *response.mutable_machines() = machines;
-    out.joins.emplace_back(std::move(pending.done), std::move(response));
+    out.joins.emplace_back(std::move(pending.done), std::move((*responses)[index++]));
     members_[rank] = Member{std::move(pending.machine), now, false, 0, nullptr};
   }
   pending_.clear();
