@@ -101,16 +101,17 @@ ParseOutcome ParseLaunchArgs(const FlagSet& set, const std::vector<std::string>&
   }
 
   std::vector<std::string> rest = app.remaining();
-  if (!rest.empty() && rest.front() == "--") rest.erase(rest.begin());
+  // After "--" the next word is the program even when it starts with '-'.
+  const bool after_separator = !rest.empty() && rest.front() == "--";
+  if (after_separator) rest.erase(rest.begin());
   if (!rest.empty() && !set.program) {
     return {ParseOutcome::Kind::kError,
             absl::StrCat("unexpected argument '", rest.front(), "' (see `", set.name, " --help`)")};
   }
-  if (!rest.empty() && rest.front().size() > 1 && rest.front()[0] == '-' &&
-      (args.empty() || std::find(args.begin(), args.end(), "--") == args.end() ||
-       rest.size() == args.size())) {
+  if (!after_separator && !rest.empty() && rest.front().size() > 1 && rest.front()[0] == '-') {
     const std::string word = rest.front().substr(0, rest.front().find('='));
-    std::string trimmed = word.substr(word.find_first_not_of('-'));
+    const size_t name_start = word.find_first_not_of('-');
+    std::string trimmed = name_start == std::string::npos ? "" : word.substr(name_start);
     if (trimmed.rfind("no-", 0) == 0) trimmed = trimmed.substr(3);
     std::vector<absl::string_view> candidates(option_names.begin(), option_names.end());
     std::string message = absl::StrCat("unknown option '", word, "'");

@@ -101,6 +101,14 @@ TEST_F(CliTest, UnknownOptionSuggestsAndLaunchesNothing) {
             "accel-launch: unknown option '--num_proceses'; did you mean '--num_processes'? "
             "(see `accel-launch launch --help`)\n");
   EXPECT_TRUE(requests_.empty());
+  // Even when the program's own arguments contain "--".
+  EXPECT_EQ(Run({"--num_processes", "2", "--bogus", "prog", "--", "x"}), 2);
+  EXPECT_THAT(err_.str(), HasSubstr("unknown option '--bogus'"));
+  EXPECT_EQ(Run({"---", "prog"}), 2);
+  EXPECT_THAT(err_.str(), HasSubstr("unknown option '---'"));
+  // After "--", a word starting with '-' is the program.
+  EXPECT_EQ(Run({"--", "-prog", "x"}), 0) << err_.str();
+  EXPECT_EQ(requests_.at(0).argv, (std::vector<std::string>{"-prog", "x"}));
 }
 
 TEST_F(CliTest, InvalidConfigExitsTwoWithAllProblems) {
