@@ -1,5 +1,6 @@
 #include "launcher/config_yaml.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <exception>
@@ -47,6 +48,9 @@ bool ParseYaml(std::string_view text, YamlValue* document, YamlError* error) {
     YAML::Node root = YAML::Load(std::string(text));
     *document = Convert(root);
     return true;
+  } catch (const YAML::DeepRecursion& e) {
+    error->pos = ToPos(e.mark);
+    error->message = "nested too deeply";
   } catch (const YAML::Exception& e) {
     error->pos = ToPos(e.mark);
     error->message = e.msg;

@@ -203,6 +203,12 @@ TEST(ConfigLoaderTest, MalformedYamlHasAPosition) {
             "cfg.yaml:1:1: expected a mapping of config keys (key: value per line)\n- a\n^\n");
 }
 
+TEST(ConfigLoaderTest, DeepNestingIsAnErrorNotACrash) {
+  const std::string out = Problems("a: " + std::string(5000, '[') + "\n");
+  EXPECT_EQ(out.rfind("cfg.yaml:1:", 0), 0u) << out.substr(0, 200);
+  EXPECT_NE(out.find("malformed YAML: nested too deeply"), std::string::npos);
+}
+
 TEST(ConfigLoaderTest, DuplicateKey) {
   EXPECT_EQ(Problems("num_processes: 1\nnum_processes: 1\n"),
             "cfg.yaml:2:1: duplicate key 'num_processes' (first set on line 1)\n"
