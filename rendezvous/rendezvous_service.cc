@@ -45,6 +45,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
       return true;
     }
     std::atomic<std::uint64_t> id{0};
+    std::atomic<bool> cancelled{false};
 
    private:
     absl::Mutex mu_;
@@ -70,10 +71,15 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
       return;
     }
     sink->id.store(*id);
+    // A cancel that came before the id was known could not report the loss: report it here.
+    if (sink->cancelled.load()) coordinator.WatchBroken(*id, absl::Now());
   }
 
   void OnCancel() override {
-    if (sink_->Cancel()) coordinator_.WatchBroken(sink_->id.load(), absl::Now());
+    if (!sink_->Cancel()) return;  // the stream had already ended with its event
+    sink_->cancelled.store(true);
+    const JoinCoordinator::Id id = sink_->id.load();
+    if (id != 0) coordinator_.WatchBroken(id, absl::Now());
   }
   void OnDone() override { delete this; }
 
@@ -96,15 +102,16 @@ grpc::ServerUnaryReactor* RendezvousService::Join(grpc::CallbackServerContext* c
   JoinCoordinator& coordinator = coordinator_;
   auto* reactor =
       new PendingReactor([&coordinator](std::uint64_t id) { coordinator.CancelJoin(id); });
-  std::shared_ptr<std::atomic<std::uint64_t>> id = reactor->id();
-  // After Join returns the reactor may already be finished and deleted: only `id` is touched.
+  std::shared_ptr<PendingReactor::Registration> registration = reactor->registration();
+  // After Join returns the reactor may already be finished and deleted: only `registration` is
+  // touched.
   const JoinCoordinator::Id join_id =
       coordinator_.Join(*request, context->peer(), absl::Now(),
                         [reactor, response](absl::StatusOr<v1::JoinResponse> result) {
                           if (result.ok()) *response = *std::move(result);
                           reactor->Finish(ToGrpc(result.status()));
                         });
-  if (join_id != 0) id->store(join_id);
+  registration->Registered(join_id);
   return reactor;
 }
 

@@ -113,16 +113,15 @@ grpc::ServerUnaryReactor* StoreService::StartWait(grpc::CallbackServerContext* c
   auto* reactor = new PendingReactor([&table](std::uint64_t id) {
     table.CancelWaiter(id, absl::CancelledError("store wait: cancelled by the client"));
   });
-  std::shared_ptr<std::atomic<std::uint64_t>> id = reactor->id();
-  // After AddWaiter the reactor may already be finished and deleted: only `id` is touched.
+  std::shared_ptr<PendingReactor::Registration> registration = reactor->registration();
+  // After AddWaiter the reactor may already be finished and deleted: only `registration` is
+  // touched.
   const KvTable::WaiterId waiter = table_.AddWaiter(
       ns, std::move(keys), *deadline, [reactor, then = std::move(then)](absl::Status waited) {
         reactor->Finish(ToGrpc(then(std::move(waited))));
       });
-  if (waiter != 0) {
-    id->store(waiter);
-    wake_(*deadline);
-  }
+  registration->Registered(waiter);
+  if (waiter != 0) wake_(*deadline);
   return reactor;
 }
 
