@@ -30,15 +30,14 @@ int CheckExecutable(const std::string& path) {
 int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
 // Child side of Spawn: async-signal-safe calls only, never returns.
-[[noreturn]] void ExecChild(const char* path, char* const* argv, char* const* envp, int stdout_fd,
-                            int stderr_fd, const sigset_t* mask, pid_t parent, int error_fd) {
+[[noreturn]] void ExecChild(const char* path, char* const* argv, char* const* envp,
+                            const int (&fds)[3], const sigset_t* mask, pid_t parent, int error_fd) {
   ::setpgid(0, 0);
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) {
     _exit(127);  // the launcher is already gone
   }
-  const int fds[2] = {stdout_fd, stderr_fd};
-  for (int target = 1; target <= 2; ++target) {
-    const int fd = fds[target - 1];
+  for (int target = 0; target <= 2; ++target) {
+    const int fd = fds[target];
     if (fd < 0) continue;
     if (fd == target) {
       ::fcntl(fd, F_SETFD, 0);
@@ -161,12 +160,13 @@ absl::StatusOr<ChildProcess> Spawn(const SpawnSpec& spec) {
   std::vector<char*> envp = CStrings(spec.env);
   auto error_pipe = MakePipe();
   if (!error_pipe.ok()) return error_pipe.status();
+  const int fds[3] = {spec.stdin_fd, spec.stdout_fd, spec.stderr_fd};
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return ErrnoToStatus(errno, absl::StrCat("spawn ", spec.label, ": fork"));
   if (pid == 0) {
-    ExecChild(spec.path.c_str(), argv.data(), envp.data(), spec.stdout_fd, spec.stderr_fd,
-              spec.child_mask, parent, error_pipe->second.get());
+    ExecChild(spec.path.c_str(), argv.data(), envp.data(), fds, spec.child_mask, parent,
+              error_pipe->second.get());
   }
   ::setpgid(pid, pid);  // also here, so the group exists before we ever signal it
   ChildProcess child;

@@ -32,6 +32,7 @@ struct SpawnSpec {
   std::string path;                      // resolved program (ResolveProgram)
   std::vector<std::string> argv;         // argv[0] included
   std::vector<std::string> env;          // "NAME=value"
+  int stdin_fd = -1;                     // dup2'ed onto 0; -1 = inherit
   int stdout_fd = -1;                    // dup2'ed onto 1; -1 = inherit
   int stderr_fd = -1;                    // dup2'ed onto 2; -1 = inherit
   const sigset_t* child_mask = nullptr;  // signal mask for the child; nullptr = empty mask

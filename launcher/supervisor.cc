@@ -1,5 +1,6 @@
 #include "launcher/supervisor.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 
@@ -85,6 +86,9 @@ AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& r
     kill_deadline = absl::InfiniteFuture();
   };
 
+  // Workers live in their own process groups: a read from the terminal would stop them
+  // (SIGTTIN), so their stdin is /dev/null.
+  UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   for (WorkerLaunch& launch : workers) {
     auto pipes = router.AddWorker(launch.rank);
     if (!pipes.ok()) {
@@ -92,6 +96,7 @@ AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& r
       result.spawn_error = pipes.status();
       break;
     }
+    launch.spec.stdin_fd = dev_null.get();
     launch.spec.stdout_fd = pipes->stdout_write.get();
     launch.spec.stderr_fd = pipes->stderr_write.get();
     launch.spec.child_mask = &signals_.original_mask();

@@ -198,17 +198,40 @@ TEST_F(LaunchTest, SigintIsForwardedAndTheExitCodeSaysSo) {
 }
 
 TEST_F(LaunchTest, RestartsIncrementTheRestartCount) {
-  RunResult ok =
-      Launch({"--num_processes", "2", "--max_restarts", "2"},
-             {kFake, "--print_env=TORCHELASTIC_RESTART_COUNT", "--fail_until_restart=2"});
+  // Each attempt prints its count, then fails after a moment (a peer that fails first may stop
+  // the other before it prints, so each count is expected from at least one rank).
+  RunResult ok = Launch(
+      {"--num_processes", "2", "--max_restarts", "2"},
+      {kFake, "--print_env=TORCHELASTIC_RESTART_COUNT", "--sleep=0.3", "--fail_until_restart=2"});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   for (const char* n : {"0", "1", "2"}) {
-    EXPECT_THAT(ok.out, HasSubstr(std::string("[rank 1] ENV TORCHELASTIC_RESTART_COUNT=") + n));
+    EXPECT_THAT(ok.out, HasSubstr(std::string("] ENV TORCHELASTIC_RESTART_COUNT=") + n));
   }
+  EXPECT_THAT(ok.out, Not(HasSubstr("TORCHELASTIC_RESTART_COUNT=3")));
   RunResult exhausted =
       Launch({"--num_processes", "2", "--max_restarts", "1"}, {kFake, "--fail_until_restart=5"});
   EXPECT_EQ(exhausted.exit_code, 1) << exhausted.err;
   EXPECT_THAT(exhausted.err, HasSubstr("worker failed (attempt 1)"));
+}
+
+TEST_F(LaunchTest, HangTimeoutNamesTheStalledRanksAndStopsTheJob) {
+  RunResult r =
+      Launch({"--num_processes", "2", "--hang_timeout", "1", "--monitor_interval", "0.05"},
+             {kFake, "--progress=5", "--sleep=60"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("hang detected"));
+  EXPECT_THAT(r.err, HasSubstr("rank 0: hang: no progress for"));
+  EXPECT_THAT(r.err, HasSubstr("rank 1: hang: no progress for"));
+  EXPECT_THAT(r.err, HasSubstr("(at step 5)"));
+  EXPECT_GE(r.elapsed, absl::Seconds(1));
+  EXPECT_LT(r.elapsed, absl::Seconds(8));
+}
+
+TEST_F(LaunchTest, WorkersReadEndOfFileFromStdin) {
+  RunResult r = Launch({"--num_processes", "2"}, {"/bin/sh", "-c", "read line; echo read=$?"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("[rank 0] read=1\n"));
+  EXPECT_THAT(r.out, HasSubstr("[rank 1] read=1\n"));
 }
 
 TEST_F(LaunchTest, LogDirTeeAndRanksFilter) {
