@@ -10,9 +10,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "common/errno_status.h"
 #include "common/unique_fd.h"
 
 namespace accel::launcher {
@@ -43,24 +43,24 @@ std::string HostName() {
 
 absl::StatusOr<int> PickFreePort(const std::string& host) {
   UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return ErrnoToStatus(errno, "pick free port: socket");
+  if (!fd.valid()) return absl::ErrnoToStatus(errno, "pick free port: socket");
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = 0;
   if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) addr.sin_addr.s_addr = INADDR_ANY;
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    return ErrnoToStatus(errno, absl::StrCat("pick free port: bind ", host));
+    return absl::ErrnoToStatus(errno, absl::StrCat("pick free port: bind ", host));
   }
   socklen_t len = sizeof(addr);
   if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    return ErrnoToStatus(errno, "pick free port: getsockname");
+    return absl::ErrnoToStatus(errno, "pick free port: getsockname");
   }
   return ntohs(addr.sin_port);
 }
 
 absl::StatusOr<std::string> ReadFirstLine(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return ErrnoToStatus(errno, absl::StrCat("read ", path));
+  if (!in) return absl::ErrnoToStatus(errno, absl::StrCat("read ", path));
   std::string line;
   std::getline(in, line);
   return std::string(absl::StripTrailingAsciiWhitespace(line));

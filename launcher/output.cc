@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "common/errno_status.h"
 #include "launcher/subprocess.h"
 
 namespace accel::launcher {
@@ -30,7 +30,7 @@ void WriteAll(int fd, const char* data, std::size_t size) {
 
 absl::StatusOr<UniqueFd> OpenLog(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd.valid()) return ErrnoToStatus(errno, absl::StrCat("open log ", path));
+  if (!fd.valid()) return absl::ErrnoToStatus(errno, absl::StrCat("open log ", path));
   return fd;
 }
 
@@ -41,7 +41,7 @@ absl::Status MakeDirs(const std::string& path) {
     if (pos != path.size() && path[pos] != '/') continue;
     const std::string prefix = path.substr(0, pos);
     if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-      return ErrnoToStatus(errno, absl::StrCat("create directory ", prefix));
+      return absl::ErrnoToStatus(errno, absl::StrCat("create directory ", prefix));
     }
   }
   return absl::OkStatus();

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <utility>
 
-#include "common/errno_status.h"
+#include "absl/status/status.h"
 
 namespace accel::launcher {
 
@@ -18,14 +18,14 @@ absl::StatusOr<SignalFd> SignalFd::Create() {
   ::sigaddset(&mask, SIGTERM);
   ::sigaddset(&mask, SIGHUP);
   if (int err = ::pthread_sigmask(SIG_BLOCK, &mask, &out.original_mask_); err != 0) {
-    return ErrnoToStatus(err, "block launcher signals");
+    return absl::ErrnoToStatus(err, "block launcher signals");
   }
   // Workers start with the launcher's mask minus what we block only for ourselves.
   ::sigdelset(&out.original_mask_, SIGINT);
   ::sigdelset(&out.original_mask_, SIGTERM);
   ::sigdelset(&out.original_mask_, SIGHUP);
   out.fd_.reset(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
-  if (!out.fd_.valid()) return ErrnoToStatus(errno, "create signalfd");
+  if (!out.fd_.valid()) return absl::ErrnoToStatus(errno, "create signalfd");
   ::signal(SIGPIPE, SIG_IGN);
   return out;
 }

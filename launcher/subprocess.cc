@@ -11,9 +11,9 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "common/errno_status.h"
 
 namespace accel::launcher {
 namespace {
@@ -74,7 +74,7 @@ absl::StatusOr<std::string> ResolveProgram(absl::string_view program, absl::stri
   if (program.find('/') != absl::string_view::npos) {
     std::string path(program);
     if (int err = CheckExecutable(path); err != 0) {
-      return ErrnoToStatus(err, absl::StrCat("resolve program ", path));
+      return absl::ErrnoToStatus(err, absl::StrCat("resolve program ", path));
     }
     return path;
   }
@@ -86,7 +86,8 @@ absl::StatusOr<std::string> ResolveProgram(absl::string_view program, absl::stri
     if (err == 0) return candidate;
     if (err != ENOENT && err != ENOTDIR && first_error == ENOENT) first_error = err;
   }
-  return ErrnoToStatus(first_error, absl::StrCat("resolve program ", program, " (searched PATH)"));
+  return absl::ErrnoToStatus(first_error,
+                             absl::StrCat("resolve program ", program, " (searched PATH)"));
 }
 
 std::string DescribeExit(const ExitStatus& status) {
@@ -151,7 +152,7 @@ bool ChildProcess::TryReap() {
 
 absl::StatusOr<std::pair<UniqueFd, UniqueFd>> MakePipe() {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return ErrnoToStatus(errno, "create pipe");
+  if (::pipe2(fds, O_CLOEXEC) != 0) return absl::ErrnoToStatus(errno, "create pipe");
   return std::make_pair(UniqueFd(fds[0]), UniqueFd(fds[1]));
 }
 
@@ -163,7 +164,7 @@ absl::StatusOr<ChildProcess> Spawn(const SpawnSpec& spec) {
   const int fds[3] = {spec.stdin_fd, spec.stdout_fd, spec.stderr_fd};
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
-  if (pid < 0) return ErrnoToStatus(errno, absl::StrCat("spawn ", spec.label, ": fork"));
+  if (pid < 0) return absl::ErrnoToStatus(errno, absl::StrCat("spawn ", spec.label, ": fork"));
   if (pid == 0) {
     ExecChild(spec.path.c_str(), argv.data(), envp.data(), fds, spec.child_mask, parent,
               error_pipe->second.get());
@@ -182,11 +183,12 @@ absl::StatusOr<ChildProcess> Spawn(const SpawnSpec& spec) {
     while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
     }
     child.pid_ = -1;
-    return ErrnoToStatus(child_errno, absl::StrCat("spawn ", spec.label, ": execve ", spec.path));
+    return absl::ErrnoToStatus(child_errno,
+                               absl::StrCat("spawn ", spec.label, ": execve ", spec.path));
   }
   child.pidfd_.reset(PidfdOpen(pid));
   if (!child.pidfd_.valid()) {
-    return ErrnoToStatus(errno, absl::StrCat("spawn ", spec.label, ": pidfd_open"));
+    return absl::ErrnoToStatus(errno, absl::StrCat("spawn ", spec.label, ": pidfd_open"));
   }
   return child;
 }

@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <utility>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "common/errno_status.h"
 #include "launcher/hang.h"
 
 namespace accel::launcher {
@@ -17,7 +17,7 @@ namespace accel::launcher {
 absl::StatusOr<std::unique_ptr<AbortChannel>> AbortChannel::Create() {
   std::unique_ptr<AbortChannel> channel(new AbortChannel());
   channel->fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!channel->fd_.valid()) return ErrnoToStatus(errno, "create abort eventfd");
+  if (!channel->fd_.valid()) return absl::ErrnoToStatus(errno, "create abort eventfd");
   return channel;
 }
 
