@@ -3,6 +3,10 @@
 // with a deadline, then compares what rank 0 wrote. No LibTorch here: parameters are raw float32.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#ifdef ACCEL_WORKER_MP_GRPC
+#include "rendezvous/server.h"
+#endif
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -229,6 +233,56 @@ TEST_F(WorkerMpTest, SaveKillLoadResumesBitIdentical) {
   EXPECT_EQ(std::memcmp(full.data(), loaded.data(), full.size() * sizeof(float)), 0)
       << "resumed parameters differ (rel " << RelDiff(loaded, full) << ")";
 }
+
+TEST_F(WorkerMpTest, DeadlinePeerExitIsNoticedFast) {
+  auto results = RunRanks(3, {"deadline", dir_, "exit"});
+  ExpectAllSucceeded(results);
+  std::printf("%s", results[0].output.c_str());
+}
+
+TEST_F(WorkerMpTest, DeadlineFrozenPeerHitsTheCollectiveDeadline) {
+  auto results = RunRanks(2, {"deadline", dir_, "freeze"});
+  ExpectAllSucceeded(results);
+  EXPECT_NE(results[0].output.find("I/O error or timeout"), std::string::npos) << results[0].output;
+  std::printf("%s", results[0].output.c_str());
+}
+
+#ifdef ACCEL_WORKER_MP_GRPC
+// The launcher's real path: the store is the rendezvous server's KV over gRPC, with a token.
+class WorkerMpGrpcTest : public WorkerMpTest {
+ protected:
+  void SetUp() override {
+    WorkerMpTest::SetUp();
+    accel::rendezvous::ServerOptions options;
+    options.run_id = "grpc-run";
+    options.token = "s3cret";
+    auto server = accel::rendezvous::RendezvousServer::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+  }
+  std::map<std::string, std::string> GrpcEnv() {
+    return {{"ACCEL_STORE_ENDPOINT", server_->endpoint()},
+            {"ACCEL_RDZV_TOKEN", "s3cret"},
+            {"TORCHELASTIC_RUN_ID", "grpc-run"}};
+  }
+  std::unique_ptr<accel::rendezvous::RendezvousServer> server_;
+};
+
+TEST_F(WorkerMpGrpcTest, CollectivesOverTheRendezvousStore) {
+  ExpectAllSucceeded(RunRanks(2, {"collectives", dir_}, GrpcEnv()));
+}
+
+TEST_F(WorkerMpGrpcTest, WrongTokenFailsWithContext) {
+  auto env = GrpcEnv();
+  env["ACCEL_RDZV_TOKEN"] = "wrong";
+  auto results = RunRanks(2, {"collectives", dir_}, env, std::chrono::seconds(120));
+  for (const auto& r : results) {
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("UNAUTHENTICATED"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("token is wrong"), std::string::npos) << r.output;
+  }
+}
+#endif
 
 #ifdef ACCEL_MPIRUN
 TEST_F(WorkerMpTest, EquivalenceUnderMpirun) {

@@ -5,6 +5,7 @@
 //   worker_mp_rank train OUT_DIR TAG MICRO_BATCH        (accumulation from the env)
 //   worker_mp_rank infskip OUT_DIR
 //   worker_mp_rank resume OUT_DIR MODE CKPT_DIR         (MODE: full | save_and_die | load)
+//   worker_mp_rank deadline OUT_DIR MODE                (MODE: exit | freeze)
 //
 // Every check is made here; a failed one prints "CHECK FAILED: ..." and exits 1. Parameters that
 // the driver compares are written by rank 0 as raw float32 to OUT_DIR/params_<TAG>.bin.
@@ -16,6 +17,7 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "accel/accelerator.h"
@@ -244,6 +246,46 @@ int Resume(const std::string& out_dir, const std::string& mode, const std::strin
   return g_failures == 0 ? 0 : 1;
 }
 
+// The last rank leaves (exit) or stops answering (freeze) after one barrier; rank 0's next
+// all-reduce must fail with accel::Error within 2x the 2 s collective deadline.
+int Deadline(const std::string& mode) {
+  accel::Options o = BaseOptions();
+  o.collective_timeout = std::chrono::seconds(2);
+  accel::Accelerator acc(o);
+  acc.wait_for_everyone();
+  if (acc.process_index() == acc.num_processes() - 1) {
+    if (mode == "exit") std::_Exit(0);
+    std::this_thread::sleep_for(std::chrono::seconds(7));
+    return 0;
+  }
+  torch::Tensor t = torch::ones({1024});
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    acc.communicator().AllReduce(t, accel::ReduceOp::kSum, o.collective_timeout);
+    CHECK_TRUE(false, "all-reduce with a missing peer returned");
+  } catch (const accel::Error& e) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    std::cout << "rank " << acc.process_index() << " noticed the " << mode << " after " << ms
+              << " ms: " << e.what() << std::endl;
+    CHECK_TRUE(ms < 4000, "noticed within 2x the deadline, took " << ms << " ms");
+    CHECK_TRUE(std::string(e.what()).find("all-reduce") == 0, "error names the operation");
+  }
+  // The communicator is aborted: later calls fail at once instead of hanging.
+  CHECK_TRUE(
+      [&] {
+        try {
+          acc.wait_for_everyone();
+          return false;
+        } catch (const accel::Error&) {
+          return true;
+        }
+      }(),
+      "calls after the failure throw");
+  return g_failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -260,6 +302,7 @@ int main(int argc, char** argv) {
     if (scenario == "collectives") return Collectives();
     if (scenario == "train" && argc == 5) return Train(out_dir, argv[3], std::atoll(argv[4]));
     if (scenario == "infskip") return InfSkip();
+    if (scenario == "deadline" && argc == 4) return Deadline(argv[3]);
     if (scenario == "resume" && argc == 5) return Resume(out_dir, argv[3], argv[4]);
   } catch (const std::exception& e) {
     std::cerr << "rank " << g_rank << " failed: " << e.what() << std::endl;

@@ -20,7 +20,7 @@ class StoreKv : public Kv {
 
   void Set(const std::string& key, const std::string& value) override {
     absl::Status status = store_->Set(key, value);
-    if (!status.ok()) throw Error("store set", key, std::string(status.message()));
+    if (!status.ok()) throw Error("store set", key, status.ToString());
   }
 
   std::string Get(const std::string& key, std::chrono::milliseconds timeout) override {
