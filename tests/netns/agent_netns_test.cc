@@ -80,33 +80,21 @@ class NetnsTest : public ::testing::Test {
   }
   // Runs both machines at once; returns their results.
   std::vector<RunResult> RunBoth(const std::vector<std::string>& program, int port,
-                                 const std::function<void()>& meanwhile = nullptr) {
+                                 const std::function<void()>& meanwhile = nullptr,
+                                 const std::vector<std::string>& options = {}) {
     std::vector<RunResult> results(2);
     std::vector<std::thread> threads;
     for (int m = 0; m < 2; ++m) {
       threads.emplace_back([&, m] {
-        std::vector<std::string> argv = {ip_,
-                                         "netns",
-                                         "exec",
-                                         ns_[m],
-                                         kLauncher,
-                                         "--use_cpu",
-                                         "--num_machines",
-                                         "2",
-                                         "--num_processes",
-                                         "4",
-                                         "--machine_rank",
-                                         std::to_string(m),
-                                         "--main_process_ip",
-                                         addr_[0],
-                                         "--main_process_port",
-                                         std::to_string(port),
-                                         "--run_id",
-                                         "netns",
-                                         "--rdzv_timeout",
-                                         "30",
-                                         "--shutdown_grace",
-                                         "3"};
+        std::vector<std::string> argv = {ip_, "netns", "exec", ns_[m], kLauncher, "--use_cpu"};
+        for (const char* flag : {"--num_machines=2", "--num_processes=4", "--run_id=netns",
+                                 "--rdzv_timeout=30", "--shutdown_grace=3"}) {
+          argv.push_back(flag);
+        }
+        argv.push_back("--machine_rank=" + std::to_string(m));
+        argv.push_back("--main_process_ip=" + addr_[0]);
+        argv.push_back("--main_process_port=" + std::to_string(port));
+        argv.insert(argv.end(), options.begin(), options.end());
         argv.insert(argv.end(), program.begin(), program.end());
         results[m] = RunCommand(argv, {}, absl::Seconds(60));
       });
@@ -176,6 +164,19 @@ TEST_F(NetnsTest, KilledWorkerOnMachineOneStopsBothMachinesFast) {
   // Both launchers are done well within 10 s of the kill, and no worker is left.
   EXPECT_LT(absl::Now() - killed_at, absl::Seconds(10));
   for (pid_t pid : pids) EXPECT_FALSE(Alive(pid)) << "pid " << pid;
+}
+
+TEST_F(NetnsTest, FailureWithRestartsLeftRestartsEveryMachine) {
+  // Attempt 0: rank 3 (machine 1) fails; both machines rejoin attempt 1, which succeeds.
+  auto results = RunBoth({kFake, "--print_env=TORCHELASTIC_RESTART_COUNT", "--sleep=0.3",
+                          "--fail_rank=3", "--fail_sleep=0.3", "--fail_until_restart=1"},
+                         29563, nullptr, {"--max_restarts", "1"});
+  for (int m = 0; m < 2; ++m) {
+    SCOPED_TRACE("machine " + std::to_string(m));
+    EXPECT_EQ(results[m].exit_code, 0) << results[m].err;
+    EXPECT_THAT(results[m].out, HasSubstr("ENV TORCHELASTIC_RESTART_COUNT=1"));
+    EXPECT_THAT(results[m].err, HasSubstr("restarting: attempt 1"));
+  }
 }
 
 }  // namespace
