@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "accel/error.h"
+#include "accel/error_file.h"
 #include "common/env_contract.h"
 #include "worker/src/accelerator_state.h"
 #include "worker/src/amp/autocast_compat.h"
@@ -93,6 +94,7 @@ AccumulateGuard::~AccumulateGuard() {
 Accelerator::Accelerator() : Accelerator(Options::FromEnv()) {}
 
 Accelerator::Accelerator(Options options) : state_(std::make_unique<internal::AcceleratorState>()) {
+  InstallTerminateHandler();
   auto& s = *state_;
   if (auto problems = options.Validate(); !problems.empty()) {
     throw Error("create accelerator", "", "invalid options: " + Join(problems));

@@ -42,6 +42,7 @@
 #include "accel/communicator.h"
 #include "accel/data.h"
 #include "accel/error.h"
+#include "accel/error_file.h"
 #include "accel/options.h"
 
 namespace torch::optim {

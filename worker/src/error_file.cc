@@ -1,0 +1,105 @@
+#include "accel/error_file.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <string>
+
+#include "common/env_contract.h"
+
+namespace accel {
+namespace {
+
+std::string JsonEscape(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out;
+}
+
+std::string Rank() {
+  const char* rank = std::getenv(env::kRank);
+  return rank != nullptr && *rank != '\0' ? rank : "0";
+}
+
+std::terminate_handler g_previous = nullptr;
+
+[[noreturn]] void OnTerminate() {
+  if (std::exception_ptr current = std::current_exception()) {
+    try {
+      std::rethrow_exception(current);
+    } catch (const std::exception& e) {
+      RecordError(e.what());
+    } catch (...) {
+      RecordError("unknown exception");
+    }
+  }
+  if (g_previous != nullptr) g_previous();
+  std::abort();
+}
+
+}  // namespace
+
+bool RecordError(const std::string& message) noexcept {
+  try {
+    const char* path = std::getenv(env::kErrorFile);
+    if (path == nullptr || *path == '\0') return false;
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const std::string tmp = std::string(path) + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      char time[32];
+      std::snprintf(time, sizeof(time), "%.3f", now);
+      out << "{\"message\": \"" << JsonEscape(message) << "\", \"time\": " << time
+          << ", \"rank\": " << std::atoi(Rank().c_str()) << "}\n";
+      if (!out.flush()) return false;
+    }
+    return std::rename(tmp.c_str(), path) == 0;
+  } catch (...) {
+    return false;
+  }
+}
+
+int RunWorker(const std::function<int()>& fn) {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    RecordError(e.what());
+    std::fprintf(stderr, "[accel] rank %s: %s\n", Rank().c_str(), e.what());
+    return 1;
+  }
+}
+
+void InstallTerminateHandler() {
+  static std::once_flag once;
+  std::call_once(once, [] { g_previous = std::set_terminate(OnTerminate); });
+}
+
+}  // namespace accel
