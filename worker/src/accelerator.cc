@@ -49,6 +49,7 @@ void ResolveWorld(const Options& o, internal::AcceleratorState& s) {
   s.world = o.world_size;
   s.local_rank = o.local_rank;
   if (s.world < 0 && worker::StartedByMpi()) {
+    s.world_from_mpi = true;
     s.world = EnvInt("OMPI_COMM_WORLD_SIZE", EnvInt("PMI_SIZE", -1));
     s.rank = EnvInt("OMPI_COMM_WORLD_RANK", EnvInt("PMI_RANK", EnvInt("PMIX_RANK", -1)));
     if (s.local_rank < 0)
@@ -63,10 +64,13 @@ void ResolveWorld(const Options& o, internal::AcceleratorState& s) {
   }
 }
 
-Backend EffectiveBackend(Backend requested, const c10::Device& device) {
+// kAuto: NCCL on CUDA; MPI only when MPI formed the world (no RANK/WORLD_SIZE: started by
+// mpirun/srun directly; a worker of `srun accel-launch` inherits PMI_* but gets RANK from the
+// launcher, and must use the launcher's store); else Gloo.
+Backend EffectiveBackend(Backend requested, const c10::Device& device, bool world_from_mpi) {
   if (requested != Backend::kAuto) return requested;
   if (device.is_cuda()) return Backend::kNccl;
-  if (worker::StartedByMpi()) return Backend::kMpi;
+  if (world_from_mpi) return Backend::kMpi;
   return Backend::kGloo;
 }
 
@@ -127,7 +131,7 @@ Accelerator::Accelerator(Options options) : state_(std::make_unique<internal::Ac
   const int group = g_groups.fetch_add(1);
   worker::GroupSpec spec{s.rank, s.world, "pg" + std::to_string(group) + "/",
                          options.connect_timeout};
-  const Backend backend = EffectiveBackend(options.backend, s.device);
+  const Backend backend = EffectiveBackend(options.backend, s.device, s.world_from_mpi);
   if (s.world > 1 && (backend == Backend::kGloo || backend == Backend::kMpi) &&
       s.device.is_cuda()) {
     throw Error(

@@ -29,6 +29,7 @@ struct AcceleratorState {
   int rank = 0;
   int local_rank = 0;
   int world = 1;
+  bool world_from_mpi = false;  // rank/world came from OMPI_*/PMI_* (started by mpirun/srun)
   c10::Device device{c10::kCPU};
   MixedPrecision precision = MixedPrecision::kNo;
 

@@ -40,13 +40,7 @@ bool StartedByMpi() {
 std::unique_ptr<Communicator> MakeCommunicator(Backend backend, const c10::Device& device,
                                                const GroupSpec& spec, Kv* kv) {
   if (backend == Backend::kAuto) {
-    if (device.is_cuda()) {
-      backend = Backend::kNccl;
-    } else if (StartedByMpi()) {
-      backend = Backend::kMpi;
-    } else {
-      backend = Backend::kGloo;
-    }
+    backend = device.is_cuda() ? Backend::kNccl : Backend::kGloo;
   }
   if (spec.size == 1) return MakeLocalCommunicator();
   switch (backend) {

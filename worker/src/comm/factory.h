@@ -28,9 +28,9 @@ struct GroupSpec {
 bool StartedByMpi();
 
 // Chooses the backend: an explicit one is honoured (or throws when not compiled in); kAuto picks
-// NCCL for CUDA devices, MPI when StartedByMpi(), else Gloo. A world of 1 always gets the local
-// communicator (no peers, no store). `kv` may be null for MPI and for a
-// world of 1.
+// NCCL for CUDA devices, else Gloo (the Accelerator passes kMpi itself when MPI formed the world).
+// A world of 1 always gets the local communicator (no peers, no store). `kv` may be null for MPI
+// and for a world of 1.
 std::unique_ptr<Communicator> MakeCommunicator(Backend backend, const c10::Device& device,
                                                const GroupSpec& spec, Kv* kv);
 

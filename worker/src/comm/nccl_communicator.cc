@@ -3,10 +3,10 @@
 // Ordering: each collective runs on the communicator's own stream; an event recorded on the
 // caller's current CUDA stream (torch's current stream when LibTorch has CUDA, else the legacy
 // default stream) makes it start after the compute that produced the tensor, and the caller's
-// stream waits for the collective's completion event before anything later touches the tensor.
-// The host then polls the completion event and ncclCommGetAsyncError (sleeping between polls)
-// until done, an asynchronous NCCL error, or the deadline; on error or deadline the communicator
-// is aborted with ncclCommAbort. Every CUDA and NCCL return code is checked.
+// host waits for the collective's completion event before returning, so nothing later can touch
+// the tensor early. The host polls the completion event and ncclCommGetAsyncError (sleeping between
+// polls) until done, an asynchronous NCCL error, or the deadline; on error or deadline the
+// communicator is aborted with ncclCommAbort. Every CUDA and NCCL return code is checked.
 //
 // Owns the NCCL communicator, its stream and two events (RAII).
 #include <ATen/ATen.h>
@@ -184,7 +184,9 @@ class NcclCommunicator : public Communicator {
     ncclResult_t result = WaitInProgress(comm_, enqueue(), deadline);
     if (result != ncclSuccess) Fail(op, result, "enqueue");
     CheckCuda(cudaEventRecord(done_, stream_), op, Subject());
-    CheckCuda(cudaStreamWaitEvent(caller, done_, 0), op, Subject());
+    // No cudaStreamWaitEvent(caller, done_): the host waits for done_ below, so any work enqueued
+    // after this call returns sees the result, and the caller's stream keeps computing (e.g. the
+    // rest of backward) while the collective runs.
     auto pause = std::chrono::microseconds(20);
     while (true) {
       const cudaError_t q = cudaEventQuery(done_);
