@@ -113,7 +113,6 @@ int Agent::Run() {
   AgentRendezvous* rendezvous = rdzv->get();
 
   for (int restarts = 0;; ++restarts) {
-    abort_.Reset();
     RendezvousResult result;
     if (rendezvous != nullptr) {
       auto joined = rendezvous->Join(signals_, abort_);
@@ -123,6 +122,7 @@ int Agent::Run() {
       }
       result = *std::move(joined);
     } else {
+      abort_.Reset();
       result.attempt = restarts;
       auto port = PickFreePort("127.0.0.1");
       result.master_port = port.ok() ? *port : 29500;

@@ -185,7 +185,8 @@ AgentRendezvous::~AgentRendezvous() {
 
 absl::StatusOr<RendezvousResult> AgentRendezvous::Join(const SignalFd& signals,
                                                        AbortChannel& abort) {
-  StopWatch();
+  StopWatch();  // no event of the previous attempt arrives after this
+  abort.Reset();
   {
     absl::MutexLock lock(&mu_);
     event_.reset();

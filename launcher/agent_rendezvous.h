@@ -47,8 +47,9 @@ class AgentRendezvous {
   // Returns host:port of the rendezvous server.
   const std::string& endpoint() const { return endpoint_; }
 
-  // Joins the next attempt (interruptible: a signal on `signals` ends the launcher with 128+N),
-  // then watches it: abort, restart and server-lost events call `abort`.Abort().
+  // Stops the previous watch and clears `abort`, joins the next attempt (interruptible: a signal
+  // on `signals` ends the launcher with 128+N), then watches it: abort, restart, done and
+  // server-lost events call `abort`.Abort().
   absl::StatusOr<RendezvousResult> Join(const SignalFd& signals, AbortChannel& abort);
   // Stops watching the current attempt.
   void StopWatch();
