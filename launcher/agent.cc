@@ -70,7 +70,13 @@ int Agent::Run() {
     return kExitUsage;
   }
   plan_ = *std::move(plan);
-  if (plan_.run_id.empty()) plan_.run_id = RandomHex(6);
+  if (plan_.run_id.empty()) {
+    // Every machine must join with the same id: derive it from what they already share.
+    plan_.run_id = plan_.num_machines > 1
+                       ? absl::StrCat("job-", config_.main_process_ip, "-",
+                                      config_.main_process_port, "-", config_.num_processes)
+                       : RandomHex(6);
+  }
   for (const std::string& notice : plan_.notices) Say(notice);
 
   auto rdzv = AgentRendezvous::Create(config_, plan_, host_, request_.dry_run);

@@ -87,8 +87,8 @@ class NetnsTest : public ::testing::Test {
     for (int m = 0; m < 2; ++m) {
       threads.emplace_back([&, m] {
         std::vector<std::string> argv = {ip_, "netns", "exec", ns_[m], kLauncher, "--use_cpu"};
-        for (const char* flag : {"--num_machines=2", "--num_processes=4", "--run_id=netns",
-                                 "--rdzv_timeout=30", "--shutdown_grace=3"}) {
+        for (const char* flag :
+             {"--num_machines=2", "--num_processes=4", "--rdzv_timeout=30", "--shutdown_grace=3"}) {
           argv.push_back(flag);
         }
         argv.push_back("--machine_rank=" + std::to_string(m));
@@ -111,6 +111,7 @@ class NetnsTest : public ::testing::Test {
   bool created_ = false;
 };
 
+// No --run_id: the machines must agree on the default one by themselves.
 TEST_F(NetnsTest, EveryRankSeesItsRankAndTheWorldSize) {
   auto results =
       RunBoth({kFake, "--print_env=RANK,LOCAL_RANK,WORLD_SIZE,GROUP_RANK,MASTER_ADDR"}, 29561);
