@@ -149,7 +149,10 @@ int Agent::Run() {
     auto on_failure = [&](const WorkerFailure& failure) {
       if (rendezvous != nullptr) rendezvous->ReportFailure(result.attempt, failure, can_restart);
     };
-    AttemptResult attempt = supervisor.Run(*std::move(workers), router, on_failure);
+    auto on_interrupt = [&](int signal) {
+      if (rendezvous != nullptr) rendezvous->ReportInterrupted(result.attempt, signal);
+    };
+    AttemptResult attempt = supervisor.Run(*std::move(workers), router, on_failure, on_interrupt);
 
     switch (attempt.end) {
       case AttemptEnd::kSucceeded:
@@ -160,7 +163,6 @@ int Agent::Run() {
         return Finish(0);
       case AttemptEnd::kInterrupted:
         Say(absl::StrCat("launch: interrupted by signal ", attempt.signal, "; workers stopped"));
-        if (rendezvous != nullptr) rendezvous->ReportInterrupted(result.attempt, attempt.signal);
         return Finish(128 + attempt.signal);
       case AttemptEnd::kSpawnFailed:
         Say(std::string(attempt.spawn_error.message()));

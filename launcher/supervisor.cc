@@ -58,7 +58,8 @@ int PollTimeoutMs(absl::Time now, absl::Time deadline) {
 }  // namespace
 
 AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& router,
-                              const std::function<void(const WorkerFailure&)>& on_failure) {
+                              const std::function<void(const WorkerFailure&)>& on_failure,
+                              const std::function<void(int signal)>& on_interrupt) {
   AttemptResult result;
   std::vector<Worker> running;
   running.reserve(workers.size());
@@ -154,6 +155,7 @@ AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& r
             result.signal = sig;
           }
           begin_stop(sig);  // forwarded as is
+          if (result.end == AttemptEnd::kInterrupted && on_interrupt) on_interrupt(sig);
         }
       } else if (p.fd == abort_.fd()) {
         if (!stopping) {

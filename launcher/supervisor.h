@@ -86,9 +86,11 @@ class Supervisor {
       : options_(std::move(options)), signals_(signals), abort_(abort) {}
 
   // Runs one attempt of `workers` with their output through `router`. `on_failure` is called
-  // once, at the first local failure (before the teardown), so the agent can tell the rendezvous.
+  // once, at the first local failure, and `on_interrupt` at the launcher's first signal, both
+  // before the teardown, so the agent can tell the rendezvous while the workers stop.
   AttemptResult Run(std::vector<WorkerLaunch> workers, OutputRouter& router,
-                    const std::function<void(const WorkerFailure&)>& on_failure);
+                    const std::function<void(const WorkerFailure&)>& on_failure,
+                    const std::function<void(int signal)>& on_interrupt = nullptr);
 
  private:
   SupervisorOptions options_;

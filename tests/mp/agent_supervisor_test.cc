@@ -96,7 +96,8 @@ class SupervisorTest : public ::testing::Test {
   }
 
   AttemptResult Run(std::vector<WorkerLaunch> workers, SupervisorOptions options = {},
-                    std::vector<WorkerFailure>* reported = nullptr) {
+                    std::vector<WorkerFailure>* reported = nullptr,
+                    std::vector<int>* interrupts = nullptr) {
     OutputOptions output;
     output.console_stdout = out_write_.get();
     output.console_stderr = err_write_.get();
@@ -104,9 +105,14 @@ class SupervisorTest : public ::testing::Test {
     options.host = "testhost";
     Supervisor supervisor(options, *signals_, *abort_);
     const absl::Time start = absl::Now();
-    AttemptResult result = supervisor.Run(std::move(workers), router, [&](const WorkerFailure& f) {
-      if (reported != nullptr) reported->push_back(f);
-    });
+    AttemptResult result = supervisor.Run(
+        std::move(workers), router,
+        [&](const WorkerFailure& f) {
+          if (reported != nullptr) reported->push_back(f);
+        },
+        [&](int signal) {
+          if (interrupts != nullptr) interrupts->push_back(signal);
+        });
     elapsed_ = absl::Now() - start;
     return result;
   }
@@ -194,10 +200,13 @@ TEST_F(SupervisorTest, SecondSignalKillsWithoutWaitingForTheGrace) {
   });
   SupervisorOptions options;
   options.shutdown_grace = absl::Seconds(30);
-  AttemptResult result = Run(Workers(2, {"--ignore_term", "--sleep=60"}), options);
+  std::vector<int> interrupts;
+  AttemptResult result =
+      Run(Workers(2, {"--ignore_term", "--sleep=60"}), options, nullptr, &interrupts);
   sender.join();
   EXPECT_EQ(result.end, AttemptEnd::kInterrupted);
   EXPECT_EQ(result.signal, SIGTERM);
+  EXPECT_EQ(interrupts, std::vector<int>{SIGTERM});  // once, before the teardown
   EXPECT_LT(elapsed_, absl::Seconds(5));
 }
 

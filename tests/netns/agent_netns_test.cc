@@ -167,6 +167,33 @@ TEST_F(NetnsTest, KilledWorkerOnMachineOneStopsBothMachinesFast) {
   for (pid_t pid : pids) EXPECT_FALSE(Alive(pid)) << "pid " << pid;
 }
 
+pid_t ParentOf(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string skip;
+  char state;
+  pid_t ppid = 0;
+  stat >> skip >> skip >> state >> ppid;
+  return ppid;
+}
+
+TEST_F(NetnsTest, InterruptedLauncherOnMachineZeroStopsMachineOne) {
+  absl::Time sent_at;
+  auto results = RunBoth({kFake, "--pid_dir=" + dir_, "--sleep=60"}, 29564, [&] {
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (absl::Now() < deadline &&
+           (ReadFile(dir_ + "/rank_0.pid").empty() || ReadFile(dir_ + "/rank_3.pid").empty())) {
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    const pid_t launcher0 = ParentOf(std::atoi(ReadFile(dir_ + "/rank_0.pid").c_str()));
+    sent_at = absl::Now();
+    if (launcher0 > 1) ::kill(launcher0, SIGTERM);
+  });
+  EXPECT_EQ(results[0].exit_code, 128 + SIGTERM) << results[0].err;
+  EXPECT_NE(results[1].exit_code, 0) << results[1].err;
+  EXPECT_THAT(results[1].err, HasSubstr("launcher on machine 0 interrupted by signal 15"));
+  EXPECT_LT(absl::Now() - sent_at, absl::Seconds(10));
+}
+
 TEST_F(NetnsTest, FailureWithRestartsLeftRestartsEveryMachine) {
   // Attempt 0: rank 3 (machine 1) fails; both machines rejoin attempt 1, which succeeds.
   auto results = RunBoth({kFake, "--print_env=TORCHELASTIC_RESTART_COUNT", "--sleep=0.3",
