@@ -129,6 +129,10 @@ void ChildProcess::SignalGroup(int signal) const {
   if (::kill(-pid_, signal) != 0) ::kill(pid_, signal);  // group gone: the child itself
 }
 
+void ChildProcess::KillGroupRemnants() const {
+  if (pid_ > 0 && status_.has_value()) ::kill(-pid_, SIGKILL);
+}
+
 bool ChildProcess::TryReap() {
   if (!running()) return status_.has_value();
   int wstatus = 0;

@@ -69,6 +69,10 @@ class ChildProcess {
   // Sends `signal` to the child's process group (the child and anything it started).
   void SignalGroup(int signal) const;
 
+  // SIGKILLs what is left of the reaped child's process group (its own children). The group id
+  // is the reaped pid, so call it soon after reaping (before pids can wrap around).
+  void KillGroupRemnants() const;
+
   // Reaps the child if it has exited (never blocks). Returns true once reaped.
   bool TryReap();
 

@@ -122,6 +122,9 @@ AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& r
     if (!any_running && router.AllClosed()) break;
     absl::Time now = absl::Now();
     if (!any_running && drain_deadline == absl::InfiniteFuture()) {
+      // All-or-nothing: whatever a worker left behind in its process group goes with it (and
+      // stops holding its output pipes open).
+      for (const Worker& w : running) w.process.KillGroupRemnants();
       drain_deadline = now + options_.drain_timeout;
     }
     if (now >= drain_deadline) {

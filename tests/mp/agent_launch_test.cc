@@ -227,6 +227,25 @@ TEST_F(LaunchTest, HangTimeoutNamesTheStalledRanksAndStopsTheJob) {
   EXPECT_LT(r.elapsed, absl::Seconds(8));
 }
 
+TEST_F(LaunchTest, WhatAWorkerLeavesInItsProcessGroupIsKilled) {
+  RunResult r = Launch({"--num_processes", "2"}, {"/bin/sh", "-c", "sleep 60 & echo child=$!"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(r.elapsed, absl::Seconds(1.5));  // the sleeps did not hold the output pipes open
+  for (const std::string& line : LinesWith(r.out, "[rank ")) {
+    const pid_t child = std::atoi(line.substr(line.find("child=") + 6).c_str());
+    ASSERT_GT(child, 0) << line;
+    // Orphaned, it came back to us (subreaper): reap it and check it was killed.
+    int status = 0;
+    pid_t got = 0;
+    const absl::Time deadline = absl::Now() + absl::Seconds(5);
+    while ((got = ::waitpid(child, &status, WNOHANG)) == 0 && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    ASSERT_EQ(got, child) << "leftover " << child << " still running";
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  }
+}
+
 TEST_F(LaunchTest, WorkersReadEndOfFileFromStdin) {
   RunResult r = Launch({"--num_processes", "2"}, {"/bin/sh", "-c", "read line; echo read=$?"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
