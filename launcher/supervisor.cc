@@ -119,7 +119,6 @@ AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& r
   for (;;) {
     const bool any_running = std::any_of(running.begin(), running.end(),
                                          [](const Worker& w) { return w.process.running(); });
-    if (!any_running && router.AllClosed()) break;
     absl::Time now = absl::Now();
     if (!any_running && drain_deadline == absl::InfiniteFuture()) {
       // All-or-nothing: whatever a worker left behind in its process group goes with it (and
@@ -127,6 +126,7 @@ AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& r
       for (const Worker& w : running) w.process.KillGroupRemnants();
       drain_deadline = now + options_.drain_timeout;
     }
+    if (!any_running && router.AllClosed()) break;
     if (now >= drain_deadline) {
       router.CloseAll();  // a grandchild still holds a pipe open: stop waiting for it
       break;

@@ -228,7 +228,10 @@ TEST_F(LaunchTest, HangTimeoutNamesTheStalledRanksAndStopsTheJob) {
 }
 
 TEST_F(LaunchTest, WhatAWorkerLeavesInItsProcessGroupIsKilled) {
-  RunResult r = Launch({"--num_processes", "2"}, {"/bin/sh", "-c", "sleep 60 & echo child=$!"});
+  // One leftover holds the output pipe open, the other does not.
+  RunResult r = Launch(
+      {"--num_processes", "2"},
+      {"/bin/sh", "-c", "sleep 60 & echo child=$!; sleep 60 >/dev/null 2>&1 & echo child=$!"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_LT(r.elapsed, absl::Seconds(1.5));  // the sleeps did not hold the output pipes open
   for (const std::string& line : LinesWith(r.out, "[rank ")) {
