@@ -7,8 +7,9 @@
 // communication thread, which all-reduces it (average) while autograd keeps computing the rest
 // (overlap). Buckets are launched strictly in order so every rank issues the same collectives in
 // the same order. EndBackward() launches what is left, with zeros for parameters that got no
-// gradient (unused this step: handled, never waited on), waits for every bucket and writes the
-// averaged values back into .grad.
+// gradient (unused this step: handled, never waited on), runs the still-queued buckets itself
+// once the communication thread is idle, waits for every bucket and writes the averaged values
+// back into .grad.
 //
 // Threading: hooks run on autograd threads; Begin/EndBackward on the training thread; all shared
 // state is guarded by mu_. Owns the communication thread (joined in the destructor) and shares
@@ -73,7 +74,10 @@ class GradSync {
 
   void MarkReady(std::size_t param);
   void FillBucketLocked(Bucket& bucket);
-  void LaunchReadyLocked();
+  // Fills and queues every ready bucket, in order.
+  void LaunchReadyLocked(bool wake_comm_thread);
+  // Pops the next queued bucket and all-reduces it with mu_ released (busy_ meanwhile).
+  void RunNextLocked(std::unique_lock<std::mutex>& lock);
   void CommLoop();
 
   std::vector<at::Tensor> params_;
@@ -92,6 +96,7 @@ class GradSync {
   std::size_t next_launch_ = 0;
   std::deque<std::size_t> queue_;
   std::exception_ptr error_;
+  bool busy_ = false;  // a collective is running (on the comm thread or in EndBackward)
   bool stop_ = false;
   std::thread comm_thread_;
 };
