@@ -291,10 +291,14 @@ int AgentRendezvous::FinishDone(std::int64_t attempt, const SignalFd& signals,
   WaitOrExitOnSignal(abort.fd(), signals, "waiting for the other machines to finish");
   absl::MutexLock lock(&mu_);
   if (!event_.has_value() || event_->kind == rendezvous::Event::Kind::kDone) return 0;
-  std::fprintf(stderr, "[accel-launch] local workers finished, but the job %s\n",
-               event_->kind == rendezvous::Event::Kind::kServerLost ? "lost its rendezvous server"
-                                                                    : "was aborted");
-  return event_->kind == rendezvous::Event::Kind::kServerLost ? 3 : 1;
+  const bool lost = event_->kind == rendezvous::Event::Kind::kServerLost;
+  const std::string report = FormatFailureReport(
+      {FromRootCause(event_->root_cause, event_time_)},
+      lost ? "[accel-launch] local workers finished, but the rendezvous server was lost:"
+           : "[accel-launch] local workers finished, but the job was aborted, root cause:");
+  std::fputs(report.c_str(), stderr);
+  const int code = event_->root_cause.exit_code;
+  return lost ? 3 : (code > 0 && code < 128 ? code : 1);
 }
 
 bool AgentRendezvous::restart_requested() const {

@@ -194,6 +194,20 @@ TEST_F(NetnsTest, InterruptedLauncherOnMachineZeroStopsMachineOne) {
   EXPECT_LT(absl::Now() - sent_at, absl::Seconds(10));
 }
 
+TEST_F(NetnsTest, MachineWhoseWorkersSucceededStillReportsTheOtherMachinesFailure) {
+  // Machine 0's workers exit 0 at once; rank 3 on machine 1 fails a second later.
+  auto results =
+      RunBoth({kFake, "--fail_rank=3", "--fail_sleep=1", "--exit=4", "--stderr=bad batch"}, 29565);
+  const std::regex root(R"(root cause\s+1\s+\S+\s+3\s+1\s+\d+\s+exit code 4)");
+  for (int m = 0; m < 2; ++m) {
+    SCOPED_TRACE("machine " + std::to_string(m));
+    EXPECT_EQ(results[m].exit_code, 4) << results[m].err;
+    EXPECT_TRUE(std::regex_search(results[m].err, root)) << results[m].err;
+  }
+  EXPECT_THAT(results[0].err, HasSubstr("local workers finished, but the job was aborted"));
+  EXPECT_THAT(results[0].err, HasSubstr("last stderr: bad batch"));
+}
+
 TEST_F(NetnsTest, FailureWithRestartsLeftRestartsEveryMachine) {
   // Attempt 0: rank 3 (machine 1) fails; both machines rejoin attempt 1, which succeeds.
   auto results = RunBoth({kFake, "--print_env=TORCHELASTIC_RESTART_COUNT", "--sleep=0.3",
