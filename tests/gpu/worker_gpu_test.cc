@@ -3,8 +3,8 @@
 // that `accel-launch env` reports. Every test skips with the reason when there is no GPU.
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
-#include <ATen/detail/CUDAHooksInterface.h>
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/sgd.h>
 
@@ -26,7 +26,7 @@ namespace {
 std::string NoGpuReason() {
   std::string why;
   if (CountGpus(&why) == 0) return "no GPU visible (" + why + ")";
-  if (!at::hasCUDA() || at::detail::getCUDAHooks().getNumGPUs() == 0) {
+  if (torch::cuda::device_count() == 0) {
     return "LibTorch was built without CUDA (Debian's CPU-only libtorch); build against a CUDA "
            "LibTorch (scripts/device-check)";
   }

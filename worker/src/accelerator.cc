@@ -4,7 +4,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
-#include <ATen/detail/CUDAHooksInterface.h>
+#include <torch/cuda.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/optimizer.h>
 
@@ -106,9 +106,9 @@ Accelerator::Accelerator(Options options) : state_(std::make_unique<internal::Ac
   s.options = options;
   ResolveWorld(options, s);
 
-  const bool cuda = !options.cpu && at::hasCUDA() && at::detail::getCUDAHooks().getNumGPUs() > 0;
-  if (cuda) {
-    const int gpus = at::detail::getCUDAHooks().getNumGPUs();
+  // torch::cuda::device_count is the same call in LibTorch 1.13 and 2.x (0 without CUDA).
+  const int gpus = options.cpu ? 0 : static_cast<int>(torch::cuda::device_count());
+  if (gpus > 0) {
     s.device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(s.local_rank % gpus));
   }
   s.precision = options.mixed_precision;
