@@ -2,6 +2,7 @@
 // scaling, skip on overflow, autocast, checkpoints, progress file, world-1 collectives.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <torch/data/example.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/sgd.h>
 
@@ -80,6 +81,30 @@ TEST(AcceleratorTest, EndOfDataForcesASync) {
   }
   // Six batches with N=4: a sync at 4 and at the last batch (like accelerate).
   EXPECT_EQ(syncs, (std::vector<bool>{false, false, false, true, false, true}));
+}
+
+// A torch::data-style dataset: get(index) -> Example<>, size() -> optional<size_t>.
+struct SquaresDataset {
+  torch::data::Example<> get(size_t i) const {
+    return {at::full({2}, static_cast<float>(i)), at::full({1}, static_cast<float>(i * i))};
+  }
+  c10::optional<size_t> size() const { return 10; }
+};
+
+TEST(AcceleratorTest, PrepareLoaderTakesADataset) {
+  Accelerator acc(World1());
+  auto loader = acc.prepare_loader(std::make_shared<SquaresDataset>(), 4, /*shuffle=*/false);
+  EXPECT_EQ(loader.size(), 3);
+  std::vector<int64_t> rows;
+  for (const auto& batch : loader) {
+    EXPECT_EQ(batch.data.size(1), 2);
+    for (int64_t r = 0; r < batch.data.size(0); ++r) {
+      const auto i = batch.data[r][0].item<float>();
+      EXPECT_EQ(batch.target[r][0].item<float>(), i * i);
+      rows.push_back(static_cast<int64_t>(i));
+    }
+  }
+  EXPECT_EQ(rows, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
 }
 
 TEST(AcceleratorTest, DynamicScalingSkipsOverflowAndHalves) {
