@@ -44,7 +44,10 @@ class LaunchTest : public ::testing::Test {
   void TearDown() override {
     // Every process the launcher started is gone: nothing comes back to us, nothing is left.
     int status = 0;
-    EXPECT_EQ(::waitpid(-1, &status, WNOHANG), -1) << "a worker outlived its launcher";
+    const pid_t left = ::waitpid(-1, &status, WNOHANG);
+    EXPECT_EQ(left, -1) << "a worker outlived its launcher: pid " << left << " "
+                        << (WIFSIGNALED(status) ? "killed by signal " : "exited with ")
+                        << (WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
     launcher::RemoveTree(dir_);
   }
   // Runs accel-launch on the CPU with `options`, then the program and its args.
