@@ -68,9 +68,18 @@ class GrpcRendezvousClient final : public RendezvousClient {
   }
 
   absl::Status Watch(std::int64_t attempt, EventCallback on_event) override {
-    JoinThreads();
+    if (std::this_thread::get_id() == watch_thread_.get_id()) {
+      return absl::FailedPreconditionError(
+          "watch rendezvous: Watch was called from the event callback");
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      if (watching_ && !stopping_) {
+        return absl::FailedPreconditionError("watch rendezvous: already watching");
+      }
+    }
+    JoinThreads();  // the previous watch has ended (or was stopped): reap its threads
     absl::MutexLock lock(&mu_);
-    if (watching_) return absl::FailedPreconditionError("watch rendezvous: already watching");
     watching_ = true;
     stopping_ = false;
     watch_context_ = std::make_unique<grpc::ClientContext>();

@@ -217,6 +217,7 @@ absl::StatusOr<JoinCoordinator::Id> JoinCoordinator::Watch(const v1::WatchReques
       v1::Event event;
       event.set_kind(v1::Event::RESTART);
       event.set_attempt(attempt_);
+      *event.mutable_root_cause() = restart_cause_;
       out.events.emplace_back(std::move(sink), std::move(event));
     } else if (phase_ != Phase::kRunning) {
       out.events.emplace_back(std::move(sink), TerminalEventLocked());
@@ -311,6 +312,7 @@ absl::Status JoinCoordinator::Report(const v1::ReportRequest& request, absl::Tim
         event.set_kind(v1::Event::RESTART);
         event.set_attempt(attempt_ + 1);
         *event.mutable_root_cause() = request.cause();
+        restart_cause_ = request.cause();
         EndLocked(Phase::kJoining, event, out);
         out.over.push_back(StoreNamespace(options_.run_id, attempt_));
         ++attempt_;

@@ -130,7 +130,8 @@ class JoinCoordinator {
   std::map<int, Pending> pending_ ABSL_GUARDED_BY(mu_);  // by machine_rank
   std::vector<std::string> warnings_ ABSL_GUARDED_BY(mu_);
   std::map<int, Member> members_ ABSL_GUARDED_BY(mu_);  // by machine_rank, once running
-  v1::RootCause root_cause_ ABSL_GUARDED_BY(mu_);
+  v1::RootCause root_cause_ ABSL_GUARDED_BY(mu_);       // of the abort
+  v1::RootCause restart_cause_ ABSL_GUARDED_BY(mu_);    // of the last restart
 };
 
 }  // namespace accel::rendezvous

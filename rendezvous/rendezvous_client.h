@@ -121,7 +121,8 @@ class RendezvousClient {
 
   // Starts watching `attempt`: a background stream plus heartbeats every heartbeat_interval.
   // `on_event` is called from a client thread, once, with the terminal event. Returns at once.
-  // FAILED_PRECONDITION if a watch is already running.
+  // After the terminal event (or StopWatch) a new attempt may be watched. FAILED_PRECONDITION if
+  // a watch is still running, or when called from `on_event` itself (StopWatch may be).
   virtual absl::Status Watch(std::int64_t attempt, EventCallback on_event) = 0;
 
   // Stops the watch and heartbeats (no event is delivered after it returns). Blocks until the

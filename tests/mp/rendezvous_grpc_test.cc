@@ -217,6 +217,69 @@ TEST_F(GrpcTest, AbandonedJoinIsWithdrawnSoItsRankCanJoinAgain) {
   EXPECT_EQ(joined0->store_endpoint, server_->endpoint());
 }
 
+TEST_F(GrpcTest, RestartRunsTheNextAttemptOnTheSameClients) {
+  std::vector<std::unique_ptr<RendezvousClient>> clients;
+  for (int rank = 0; rank < 2; ++rank) {
+    ClientOptions options;
+    options.endpoint = server_->endpoint();
+    options.token = "tok";
+    options.run_id = "run";
+    options.machine_rank = rank;
+    clients.push_back(*NewGrpcRendezvousClient(options));
+  }
+  auto join_all = [&]() {
+    std::vector<absl::StatusOr<JoinResult>> results(2);
+    std::vector<std::thread> threads;
+    for (int rank = 0; rank < 2; ++rank) {
+      threads.emplace_back([&, rank] {
+        JoinRequest request;
+        request.run_id = "run";
+        request.machine_rank = rank;
+        request.num_machines = 2;
+        results[rank] = clients[rank]->Join(request, absl::Now() + absl::Seconds(10));
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    return results;
+  };
+  std::vector<absl::StatusOr<JoinResult>> first = join_all();
+  ASSERT_TRUE(first[0].ok() && first[1].ok()) << first[0].status() << first[1].status();
+  std::vector<absl::Notification> got(2);
+  std::vector<Event> events(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(clients[rank]
+                    ->Watch(0,
+                            [&, rank](const Event& e) {
+                              events[rank] = e;
+                              got[rank].Notify();
+                            })
+                    .ok());
+  }
+  EXPECT_EQ(clients[0]->Watch(0, [](const Event&) {}).code(),
+            absl::StatusCode::kFailedPrecondition);
+  RootCause cause;
+  cause.machine_rank = 1;
+  cause.rank = 1;
+  cause.exit_code = 9;
+  cause.message = "rank 1 exited with 9";
+  ASSERT_TRUE(clients[1]->RequestRestart(0, cause).ok());
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(got[rank].WaitForNotificationWithTimeout(absl::Seconds(10)));
+    EXPECT_EQ(events[rank].kind, Event::Kind::kRestart);
+    EXPECT_EQ(events[rank].attempt, 1);
+    EXPECT_EQ(events[rank].root_cause.message, "rank 1 exited with 9");
+  }
+  std::vector<absl::StatusOr<JoinResult>> second = join_all();
+  ASSERT_TRUE(second[0].ok() && second[1].ok()) << second[0].status() << second[1].status();
+  EXPECT_EQ(second[0]->attempt, 1);
+  EXPECT_EQ(second[1]->store_namespace, "run/1");
+  absl::Notification done;
+  EXPECT_TRUE(clients[0]->Watch(1, [&](const Event&) { done.Notify(); }).ok());
+  ASSERT_TRUE(clients[0]->ReportDone(1).ok());
+  ASSERT_TRUE(clients[1]->ReportDone(1).ok());
+  EXPECT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+}
+
 TEST(GrpcTlsTest, TlsServerServesTlsClientsAndRefusesPlaintext) {
   const std::string dir = ::testing::TempDir() + "/rdzv_tls_" + std::to_string(::getpid());
   const std::string command =

@@ -274,9 +274,11 @@ TEST_F(CoordinatorTest, RestartStartsTheNextAttempt) {
   EXPECT_EQ(s0->events[0].kind(), v1::Event::RESTART);
   EXPECT_EQ(s0->events[0].attempt(), 1);
   EXPECT_EQ(over_, std::vector<std::string>{"r1/0"});
-  auto stale = WatchAs(2, 0);  // an agent still on attempt 0 learns of the restart
+  auto stale = WatchAs(2, 0);  // an agent still on attempt 0 learns of the restart and why
   ASSERT_EQ(stale->events.size(), 1u);
   EXPECT_EQ(stale->events[0].kind(), v1::Event::RESTART);
+  EXPECT_EQ(stale->events[0].attempt(), 1);
+  EXPECT_EQ(stale->events[0].root_cause().message(), "rank 1 died");
   results_.clear();
   JoinAll({1, 1, 1});
   EXPECT_EQ(results_[0][0]->attempt(), 1);
