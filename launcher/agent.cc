@@ -77,14 +77,18 @@ int Agent::Run() {
                                       config_.main_process_port, "-", config_.num_processes)
                        : RandomHex(6);
   }
-  for (const std::string& notice : plan_.notices) Say(notice);
+  for (const std::string& notice : plan_.notices) {
+    Say(notice);
+  }
 
   auto rdzv = AgentRendezvous::Create(config_, plan_, host_, request_.dry_run);
   if (!rdzv.ok()) {
     Say(std::string(rdzv.status().message()));
     return kExitRendezvous;
   }
-  if (*rdzv != nullptr) plan_.rendezvous_endpoint = (*rdzv)->endpoint();
+  if (*rdzv != nullptr) {
+    plan_.rendezvous_endpoint = (*rdzv)->endpoint();
+  }
   if (request_.dry_run) {
     std::fputs(FormatPlan(plan_, request_.argv).c_str(), stdout);
     return 0;
@@ -147,10 +151,14 @@ int Agent::Run() {
 
     const bool can_restart = result.attempt < config_.max_restarts;
     auto on_failure = [&](const WorkerFailure& failure) {
-      if (rendezvous != nullptr) rendezvous->ReportFailure(result.attempt, failure, can_restart);
+      if (rendezvous != nullptr) {
+        rendezvous->ReportFailure(result.attempt, failure, can_restart);
+      }
     };
     auto on_interrupt = [&](int signal) {
-      if (rendezvous != nullptr) rendezvous->ReportInterrupted(result.attempt, signal);
+      if (rendezvous != nullptr) {
+        rendezvous->ReportInterrupted(result.attempt, signal);
+      }
     };
     AttemptResult attempt = supervisor.Run(*std::move(workers), router, on_failure, on_interrupt);
 
@@ -166,8 +174,9 @@ int Agent::Run() {
         return Finish(128 + attempt.signal);
       case AttemptEnd::kSpawnFailed:
         Say(std::string(attempt.spawn_error.message()));
-        if (rendezvous != nullptr)
+        if (rendezvous != nullptr) {
           rendezvous->ReportSpawnFailure(result.attempt, attempt.spawn_error);
+        }
         return Finish(kExitWorkerFailed);
       case AttemptEnd::kWorkerFailed:
       case AttemptEnd::kHang: {
@@ -205,7 +214,9 @@ int Agent::Run() {
 }
 
 int Agent::Finish(int code) {
-  if (config_.log_dir.empty() && !scratch_root_.empty()) RemoveTree(scratch_root_);
+  if (config_.log_dir.empty() && !scratch_root_.empty()) {
+    RemoveTree(scratch_root_);
+  }
   return code;
 }
 
@@ -220,7 +231,9 @@ absl::StatusOr<std::vector<WorkerLaunch>> Agent::MakeWorkers(const RendezvousRes
     w.rank = rdzv.base_rank + local;
     w.local_rank = local;
     const std::string dir = absl::StrCat(AttemptScratchDir(rdzv.attempt), "/rank_", w.rank);
-    if (auto status = MakeDirs(dir); !status.ok()) return status;
+    if (auto status = MakeDirs(dir); !status.ok()) {
+      return status;
+    }
     w.files.error_file = dir + "/error.json";
     ::unlink(w.files.error_file.c_str());
     if (config_.hang_timeout_s > 0) {
@@ -246,10 +259,14 @@ int Agent::ExecSingleWorker() {
       absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/accel-", plan_.run_id, "-error.json");
   std::vector<std::string> env = WorkerEnv(plan_, rdzv, 0, files, base_env_);
   std::vector<char*> argv;
-  for (const std::string& a : request_.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& a : request_.argv) {
+    argv.push_back(const_cast<char*>(a.c_str()));
+  }
   argv.push_back(nullptr);
   std::vector<char*> envp;
-  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  for (const std::string& e : env) {
+    envp.push_back(const_cast<char*>(e.c_str()));
+  }
   envp.push_back(nullptr);
   std::fflush(stdout);
   std::fflush(stderr);

@@ -31,7 +31,9 @@ const char* PrecisionName(MixedPrecision p) {
 void WaitOrExitOnSignal(int fd, const SignalFd& signals, const char* what) {
   for (;;) {
     pollfd fds[2] = {{fd, POLLIN, 0}, {signals.fd(), POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) continue;
+    if (::poll(fds, 2, -1) < 0) {
+      continue;
+    }
     if (fds[1].revents != 0) {
       if (const int sig = signals.Read(); sig != 0) {
         std::fprintf(stderr, "[accel-launch] interrupted by signal %d while %s\n", sig, what);
@@ -39,7 +41,9 @@ void WaitOrExitOnSignal(int fd, const SignalFd& signals, const char* what) {
         std::_Exit(128 + sig);
       }
     }
-    if (fds[0].revents != 0) return;
+    if (fds[0].revents != 0) {
+      return;
+    }
   }
 }
 
@@ -53,7 +57,9 @@ rendezvous::RootCause ToRootCause(const WorkerFailure& failure) {
   cause.exit_code = failure.exit.signal == 0 ? failure.exit.exit_code : 0;
   cause.signal = failure.exit.signal;
   cause.message = absl::StrCat("local rank ", failure.local_rank, ", pid ", failure.pid);
-  if (!failure.detail.empty()) absl::StrAppend(&cause.message, "; ", failure.detail);
+  if (!failure.detail.empty()) {
+    absl::StrAppend(&cause.message, "; ", failure.detail);
+  }
   if (!failure.error_message.empty()) {
     absl::StrAppend(&cause.message, "; error file: ", failure.error_message);
   }
@@ -80,7 +86,9 @@ WorkerFailure FromRootCause(const rendezvous::RootCause& cause, absl::Time seen)
     f.local_rank = local_rank;
     f.pid = pid;
     f.detail = cause.message.substr(static_cast<std::size_t>(consumed));
-    if (f.detail.rfind("; ", 0) == 0) f.detail = f.detail.substr(2);
+    if (f.detail.rfind("; ", 0) == 0) {
+      f.detail = f.detail.substr(2);
+    }
   }
   return f;
 }
@@ -89,12 +97,16 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
                                                                          const LaunchPlan& plan,
                                                                          const std::string& host,
                                                                          bool dry_run) {
-  if (plan.single_process) return nullptr;
+  if (plan.single_process) {
+    return nullptr;
+  }
   const bool single_machine = plan.num_machines == 1;
   std::string token;
   if (!config.rdzv_token_file.empty()) {
     auto line = ReadFirstLine(config.rdzv_token_file);
-    if (!line.ok()) return Annotate(line.status(), "rendezvous token");
+    if (!line.ok()) {
+      return Annotate(line.status(), "rendezvous token");
+    }
     token = *std::move(line);
   } else if (const char* env_token = std::getenv("ACCEL_RDZV_TOKEN"); env_token != nullptr) {
     token = env_token;
@@ -138,7 +150,9 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
   request.num_processes = config.num_processes;
   request.local_processes = plan.nproc_per_machine;
   request.hostname = host;
-  if (!config.local_addr.empty()) request.addresses.push_back(config.local_addr);
+  if (!config.local_addr.empty()) {
+    request.addresses.push_back(config.local_addr);
+  }
   request.config_fingerprint = {
       {"mixed_precision", PrecisionName(plan.precision)},
       {"gradient_accumulation_steps", absl::StrCat(plan.gradient_accumulation_steps)},
@@ -160,7 +174,9 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
   client_options.run_id = plan.run_id;
   client_options.hostname = host;
   auto client = rendezvous::NewGrpcRendezvousClient(client_options);
-  if (!client.ok()) return Annotate(client.status(), "create rendezvous client");
+  if (!client.ok()) {
+    return Annotate(client.status(), "create rendezvous client");
+  }
   return std::make_unique<AgentRendezvous>(*std::move(client), std::move(server),
                                            std::move(request), endpoint, token,
                                            FromSeconds(config.rdzv_timeout_s));
@@ -180,7 +196,9 @@ AgentRendezvous::AgentRendezvous(std::unique_ptr<rendezvous::RendezvousClient> c
 AgentRendezvous::~AgentRendezvous() {
   StopWatch();
   client_.reset();
-  if (server_ != nullptr) server_->Shutdown();
+  if (server_ != nullptr) {
+    server_->Shutdown();
+  }
 }
 
 absl::StatusOr<RendezvousResult> AgentRendezvous::Join(const SignalFd& signals,
@@ -217,13 +235,17 @@ absl::StatusOr<RendezvousResult> AgentRendezvous::Join(const SignalFd& signals,
   result.attempt = static_cast<int>(joined->attempt);
   auto status = client_->Watch(
       joined->attempt, [this, &abort](const rendezvous::Event& event) { OnEvent(event, abort); });
-  if (!status.ok()) return Annotate(status, "watch rendezvous");
+  if (!status.ok()) {
+    return Annotate(status, "watch rendezvous");
+  }
   watching_ = true;
   return result;
 }
 
 void AgentRendezvous::StopWatch() {
-  if (!watching_ || client_ == nullptr) return;
+  if (!watching_ || client_ == nullptr) {
+    return;
+  }
   client_->StopWatch();
   watching_ = false;
 }
@@ -290,7 +312,9 @@ int AgentRendezvous::FinishDone(std::int64_t attempt, const SignalFd& signals,
   }
   WaitOrExitOnSignal(abort.fd(), signals, "waiting for the other machines to finish");
   absl::MutexLock lock(&mu_);
-  if (!event_.has_value() || event_->kind == rendezvous::Event::Kind::kDone) return 0;
+  if (!event_.has_value() || event_->kind == rendezvous::Event::Kind::kDone) {
+    return 0;
+  }
   const bool lost = event_->kind == rendezvous::Event::Kind::kServerLost;
   const std::string report = FormatFailureReport(
       {FromRootCause(event_->root_cause, event_time_)},
@@ -308,14 +332,20 @@ bool AgentRendezvous::restart_requested() const {
 
 WorkerFailure AgentRendezvous::RemoteRootCause() const {
   absl::MutexLock lock(&mu_);
-  if (!event_.has_value()) return WorkerFailure{};
+  if (!event_.has_value()) {
+    return WorkerFailure{};
+  }
   return FromRootCause(event_->root_cause, event_time_);
 }
 
 int AgentRendezvous::RemoteExitCode() const {
   absl::MutexLock lock(&mu_);
-  if (!event_.has_value()) return 1;
-  if (event_->kind == rendezvous::Event::Kind::kServerLost) return 3;
+  if (!event_.has_value()) {
+    return 1;
+  }
+  if (event_->kind == rendezvous::Event::Kind::kServerLost) {
+    return 3;
+  }
   const int code = event_->root_cause.exit_code;
   return code > 0 && code < 128 ? code : 1;
 }

@@ -22,8 +22,12 @@ std::string RandomHex(int bytes) {
   std::size_t got = 0;
   while (got < raw.size()) {
     const ssize_t n = ::getrandom(raw.data() + got, raw.size() - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      break;
+    }
     got += static_cast<std::size_t>(n);
   }
   static const char kHex[] = "0123456789abcdef";
@@ -37,17 +41,23 @@ std::string RandomHex(int bytes) {
 
 std::string HostName() {
   char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
+  if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') {
+    return "localhost";
+  }
   return name;
 }
 
 absl::StatusOr<int> PickFreePort(const std::string& host) {
   UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return absl::ErrnoToStatus(errno, "pick free port: socket");
+  if (!fd.valid()) {
+    return absl::ErrnoToStatus(errno, "pick free port: socket");
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = 0;
-  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) addr.sin_addr.s_addr = INADDR_ANY;
+  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
+    addr.sin_addr.s_addr = INADDR_ANY;
+  }
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat("pick free port: bind ", host));
   }
@@ -60,7 +70,9 @@ absl::StatusOr<int> PickFreePort(const std::string& host) {
 
 absl::StatusOr<std::string> ReadFirstLine(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return absl::ErrnoToStatus(errno, absl::StrCat("read ", path));
+  if (!in) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("read ", path));
+  }
   std::string line;
   std::getline(in, line);
   return std::string(absl::StripTrailingAsciiWhitespace(line));

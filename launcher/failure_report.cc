@@ -15,7 +15,9 @@ std::string ParseJsonString(absl::string_view json, std::size_t pos) {
   std::string out;
   for (std::size_t i = pos + 1; i < json.size(); ++i) {
     const char c = json[i];
-    if (c == '"') return out;
+    if (c == '"') {
+      return out;
+    }
     if (c != '\\' || i + 1 >= json.size()) {
       out.push_back(c);
       continue;
@@ -47,7 +49,9 @@ std::string ParseJsonString(absl::string_view json, std::size_t pos) {
 
 std::string OneLine(std::string text) {
   std::replace(text.begin(), text.end(), '\n', ' ');
-  if (text.size() > 200) text = text.substr(0, 197) + "...";
+  if (text.size() > 200) {
+    text = text.substr(0, 197) + "...";
+  }
   return text;
 }
 
@@ -58,20 +62,32 @@ std::string JsonStringField(absl::string_view json, absl::string_view key) {
   for (std::size_t pos = json.find(quoted); pos != absl::string_view::npos;
        pos = json.find(quoted, pos + 1)) {
     std::size_t i = pos + quoted.size();
-    while (i < json.size() && (json[i] == ' ' || json[i] == '\t' || json[i] == '\n')) ++i;
-    if (i >= json.size() || json[i] != ':') continue;
+    while (i < json.size() && (json[i] == ' ' || json[i] == '\t' || json[i] == '\n')) {
+      ++i;
+    }
+    if (i >= json.size() || json[i] != ':') {
+      continue;
+    }
     ++i;
-    while (i < json.size() && (json[i] == ' ' || json[i] == '\t' || json[i] == '\n')) ++i;
-    if (i < json.size() && json[i] == '"') return ParseJsonString(json, i);
+    while (i < json.size() && (json[i] == ' ' || json[i] == '\t' || json[i] == '\n')) {
+      ++i;
+    }
+    if (i < json.size() && json[i] == '"') {
+      return ParseJsonString(json, i);
+    }
     return "";
   }
   return "";
 }
 
 std::string ReadErrorFileMessage(const std::string& path) {
-  if (path.empty()) return "";
+  if (path.empty()) {
+    return "";
+  }
   std::ifstream in(path);
-  if (!in) return "";
+  if (!in) {
+    return "";
+  }
   std::stringstream buffer;
   buffer << in.rdbuf();
   return JsonStringField(buffer.str(), "message");
@@ -95,14 +111,18 @@ std::string FormatFailureReport(const std::vector<WorkerFailure>& failures,
                           absl::FormatTime("%H:%M:%E3S", f.time, absl::UTCTimeZone()));
   }
   for (const WorkerFailure& f : failures) {
-    if (!f.detail.empty()) absl::StrAppend(&out, "  rank ", f.rank, ": ", f.detail, "\n");
+    if (!f.detail.empty()) {
+      absl::StrAppend(&out, "  rank ", f.rank, ": ", f.detail, "\n");
+    }
     if (!f.error_message.empty()) {
       absl::StrAppend(&out, "  rank ", f.rank, " error file: ", OneLine(f.error_message), "\n");
     }
     if (!f.stderr_tail.empty()) {
       absl::StrAppend(&out, "  rank ", f.rank, " stderr (last ", f.stderr_tail.size(),
                       " lines):\n");
-      for (const std::string& line : f.stderr_tail) absl::StrAppend(&out, "    | ", line, "\n");
+      for (const std::string& line : f.stderr_tail) {
+        absl::StrAppend(&out, "    | ", line, "\n");
+      }
     }
   }
   return out;

@@ -34,7 +34,9 @@ absl::StatusOr<std::vector<int>> ParseGpuIds(const std::string& gpu_ids, int gpu
   std::vector<int> ids;
   std::string trimmed(absl::StripAsciiWhitespace(gpu_ids));
   if (trimmed.empty() || trimmed == "all") {
-    for (int i = 0; i < gpu_count; ++i) ids.push_back(i);
+    for (int i = 0; i < gpu_count; ++i) {
+      ids.push_back(i);
+    }
     return ids;
   }
   std::set<int> seen;
@@ -49,7 +51,9 @@ absl::StatusOr<std::vector<int>> ParseGpuIds(const std::string& gpu_ids, int gpu
                                                      "\" names GPU ", id, " but this machine has ",
                                                      gpu_count, " visible GPU(s)"));
     }
-    if (seen.insert(id).second) ids.push_back(id);
+    if (seen.insert(id).second) {
+      ids.push_back(id);
+    }
   }
   return ids;
 }
@@ -78,7 +82,9 @@ bool IsContractName(absl::string_view name) {
                                        env::kBackend,
                                        env::kProgressFile};
   for (const char* known : kNames) {
-    if (name == known) return true;
+    if (name == known) {
+      return true;
+    }
   }
   return false;
 }
@@ -107,7 +113,9 @@ absl::StatusOr<LaunchPlan> MakePlan(const Config& config, int gpu_count,
                                           "); running on CPU"));
     } else {
       auto ids = ParseGpuIds(config.gpu_ids, gpu_count);
-      if (!ids.ok()) return ids.status();
+      if (!ids.ok()) {
+        return ids.status();
+      }
       gpus = *std::move(ids);
     }
   }
@@ -119,7 +127,9 @@ absl::StatusOr<LaunchPlan> MakePlan(const Config& config, int gpu_count,
       plan.notices.push_back("notice: fp16 needs a GPU; running in fp32 on CPU");
       plan.precision = MixedPrecision::kNo;
     }
-    for (int i = 0; i < plan.nproc_per_machine; ++i) plan.devices.push_back("cpu");
+    for (int i = 0; i < plan.nproc_per_machine; ++i) {
+      plan.devices.push_back("cpu");
+    }
   } else {
     plan.backend = "nccl";
     const int available = static_cast<int>(gpus.size());
@@ -158,9 +168,15 @@ std::vector<std::string> WorkerEnv(const LaunchPlan& plan, const RendezvousResul
   for (const std::string& entry : base_env) {
     const auto eq = entry.find('=');
     const absl::string_view name = absl::string_view(entry).substr(0, eq);
-    if (IsContractName(name)) continue;
-    if (name == env::kCudaVisibleDevices && !plan.cuda_visible_devices.empty()) continue;
-    if (name == env::kOmpNumThreads) omp_set = true;
+    if (IsContractName(name)) {
+      continue;
+    }
+    if (name == env::kCudaVisibleDevices && !plan.cuda_visible_devices.empty()) {
+      continue;
+    }
+    if (name == env::kOmpNumThreads) {
+      omp_set = true;
+    }
     out.push_back(entry);
   }
   auto set = [&out](const char* name, const auto& value) {
@@ -180,17 +196,27 @@ std::vector<std::string> WorkerEnv(const LaunchPlan& plan, const RendezvousResul
   set(env::kRestartCount, rdzv.attempt);
   set(env::kMaxRestarts, plan.max_restarts);
   set(env::kRunId, plan.run_id);
-  if (!omp_set && plan.nproc_per_machine > 1) set(env::kOmpNumThreads, 1);
+  if (!omp_set && plan.nproc_per_machine > 1) {
+    set(env::kOmpNumThreads, 1);
+  }
   set(env::kMixedPrecision, PrecisionName(plan.precision));
   set(env::kUseCpu, plan.use_cpu ? "true" : "false");
   set(env::kDebugMode, plan.debug ? "true" : "false");
   set(env::kGradientAccumulationSteps, plan.gradient_accumulation_steps);
-  if (!rdzv.store_endpoint.empty()) set(env::kStoreEndpoint, rdzv.store_endpoint);
-  if (!rdzv.token.empty()) set(env::kRdzvToken, rdzv.token);
+  if (!rdzv.store_endpoint.empty()) {
+    set(env::kStoreEndpoint, rdzv.store_endpoint);
+  }
+  if (!rdzv.token.empty()) {
+    set(env::kRdzvToken, rdzv.token);
+  }
   set(env::kErrorFile, files.error_file);
   set(env::kBackend, plan.backend);
-  if (!files.progress_file.empty()) set(env::kProgressFile, files.progress_file);
-  if (!plan.cuda_visible_devices.empty()) set(env::kCudaVisibleDevices, plan.cuda_visible_devices);
+  if (!files.progress_file.empty()) {
+    set(env::kProgressFile, files.progress_file);
+  }
+  if (!plan.cuda_visible_devices.empty()) {
+    set(env::kCudaVisibleDevices, plan.cuda_visible_devices);
+  }
   return out;
 }
 
@@ -222,7 +248,9 @@ std::string FormatPlan(const LaunchPlan& plan, const std::vector<std::string>& a
 
 std::vector<std::string> CurrentEnvironment() {
   std::vector<std::string> out;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) out.emplace_back(*e);
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    out.emplace_back(*e);
+  }
   return out;
 }
 

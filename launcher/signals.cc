@@ -25,7 +25,9 @@ absl::StatusOr<SignalFd> SignalFd::Create() {
   ::sigdelset(&out.original_mask_, SIGTERM);
   ::sigdelset(&out.original_mask_, SIGHUP);
   out.fd_.reset(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
-  if (!out.fd_.valid()) return absl::ErrnoToStatus(errno, "create signalfd");
+  if (!out.fd_.valid()) {
+    return absl::ErrnoToStatus(errno, "create signalfd");
+  }
   ::signal(SIGPIPE, SIG_IGN);
   return out;
 }
@@ -36,7 +38,9 @@ int SignalFd::Read() const {
   do {
     n = ::read(fd_.get(), &info, sizeof(info));
   } while (n < 0 && errno == EINTR);
-  if (n != sizeof(info)) return 0;
+  if (n != sizeof(info)) {
+    return 0;
+  }
   return static_cast<int>(info.ssi_signo);
 }
 

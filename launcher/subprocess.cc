@@ -21,9 +21,15 @@ namespace {
 // Returns 0 when `path` is an executable regular file, else the errno that describes why not.
 int CheckExecutable(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return errno;
-  if (S_ISDIR(st.st_mode)) return EISDIR;
-  if (::access(path.c_str(), X_OK) != 0) return errno;
+  if (::stat(path.c_str(), &st) != 0) {
+    return errno;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    return EISDIR;
+  }
+  if (::access(path.c_str(), X_OK) != 0) {
+    return errno;
+  }
   return 0;
 }
 
@@ -38,7 +44,9 @@ int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid
   }
   for (int target = 0; target <= 2; ++target) {
     const int fd = fds[target];
-    if (fd < 0) continue;
+    if (fd < 0) {
+      continue;
+    }
     if (fd == target) {
       ::fcntl(fd, F_SETFD, 0);
     } else if (::dup2(fd, target) < 0) {
@@ -62,7 +70,9 @@ int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid
 std::vector<char*> CStrings(const std::vector<std::string>& strings) {
   std::vector<char*> out;
   out.reserve(strings.size() + 1);
-  for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  for (const std::string& s : strings) {
+    out.push_back(const_cast<char*>(s.c_str()));
+  }
   out.push_back(nullptr);
   return out;
 }
@@ -70,7 +80,9 @@ std::vector<char*> CStrings(const std::vector<std::string>& strings) {
 }  // namespace
 
 absl::StatusOr<std::string> ResolveProgram(absl::string_view program, absl::string_view path_env) {
-  if (program.empty()) return absl::InvalidArgumentError("resolve program: no program given");
+  if (program.empty()) {
+    return absl::InvalidArgumentError("resolve program: no program given");
+  }
   if (program.find('/') != absl::string_view::npos) {
     std::string path(program);
     if (int err = CheckExecutable(path); err != 0) {
@@ -78,13 +90,19 @@ absl::StatusOr<std::string> ResolveProgram(absl::string_view program, absl::stri
     }
     return path;
   }
-  if (path_env.empty()) path_env = "/usr/local/bin:/usr/bin:/bin";
+  if (path_env.empty()) {
+    path_env = "/usr/local/bin:/usr/bin:/bin";
+  }
   int first_error = ENOENT;
   for (absl::string_view dir : absl::StrSplit(path_env, ':')) {
     std::string candidate = absl::StrCat(dir.empty() ? "." : dir, "/", program);
     const int err = CheckExecutable(candidate);
-    if (err == 0) return candidate;
-    if (err != ENOENT && err != ENOTDIR && first_error == ENOENT) first_error = err;
+    if (err == 0) {
+      return candidate;
+    }
+    if (err != ENOENT && err != ENOTDIR && first_error == ENOENT) {
+      first_error = err;
+    }
   }
   return absl::ErrnoToStatus(first_error,
                              absl::StrCat("resolve program ", program, " (searched PATH)"));
@@ -101,14 +119,14 @@ std::string DescribeExit(const ExitStatus& status) {
 ChildProcess::ChildProcess(ChildProcess&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)),
       pidfd_(std::move(other.pidfd_)),
-      status_(std::move(other.status_)) {}
+      status_(other.status_) {}
 
 ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
   if (this != &other) {
     KillAndReap();
     pid_ = std::exchange(other.pid_, -1);
     pidfd_ = std::move(other.pidfd_);
-    status_ = std::move(other.status_);
+    status_ = other.status_;
   }
   return *this;
 }
@@ -116,7 +134,9 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
 ChildProcess::~ChildProcess() { KillAndReap(); }
 
 void ChildProcess::KillAndReap() {
-  if (!running()) return;
+  if (!running()) {
+    return;
+  }
   SignalGroup(SIGKILL);
   int wstatus = 0;
   while (::waitpid(pid_, &wstatus, 0) < 0 && errno == EINTR) {
@@ -125,22 +145,32 @@ void ChildProcess::KillAndReap() {
 }
 
 void ChildProcess::SignalGroup(int signal) const {
-  if (!running()) return;
-  if (::kill(-pid_, signal) != 0) ::kill(pid_, signal);  // group gone: the child itself
+  if (!running()) {
+    return;
+  }
+  if (::kill(-pid_, signal) != 0) {
+    ::kill(pid_, signal);  // group gone: the child itself
+  }
 }
 
 void ChildProcess::KillGroupRemnants() const {
-  if (pid_ > 0 && status_.has_value()) ::kill(-pid_, SIGKILL);
+  if (pid_ > 0 && status_.has_value()) {
+    ::kill(-pid_, SIGKILL);
+  }
 }
 
 bool ChildProcess::TryReap() {
-  if (!running()) return status_.has_value();
+  if (!running()) {
+    return status_.has_value();
+  }
   int wstatus = 0;
   pid_t r;
   do {
     r = ::waitpid(pid_, &wstatus, WNOHANG);
   } while (r < 0 && errno == EINTR);
-  if (r == 0) return false;
+  if (r == 0) {
+    return false;
+  }
   ExitStatus status;
   if (r < 0) {
     status.exit_code = 255;  // ECHILD: someone else reaped it; treat as failed
@@ -156,7 +186,9 @@ bool ChildProcess::TryReap() {
 
 absl::StatusOr<std::pair<UniqueFd, UniqueFd>> MakePipe() {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return absl::ErrnoToStatus(errno, "create pipe");
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return absl::ErrnoToStatus(errno, "create pipe");
+  }
   return std::make_pair(UniqueFd(fds[0]), UniqueFd(fds[1]));
 }
 
@@ -164,11 +196,15 @@ absl::StatusOr<ChildProcess> Spawn(const SpawnSpec& spec) {
   std::vector<char*> argv = CStrings(spec.argv);
   std::vector<char*> envp = CStrings(spec.env);
   auto error_pipe = MakePipe();
-  if (!error_pipe.ok()) return error_pipe.status();
+  if (!error_pipe.ok()) {
+    return error_pipe.status();
+  }
   const int fds[3] = {spec.stdin_fd, spec.stdout_fd, spec.stderr_fd};
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
-  if (pid < 0) return absl::ErrnoToStatus(errno, absl::StrCat("spawn ", spec.label, ": fork"));
+  if (pid < 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("spawn ", spec.label, ": fork"));
+  }
   if (pid == 0) {
     ExecChild(spec.path.c_str(), argv.data(), envp.data(), fds, spec.child_mask, parent,
               error_pipe->second.get());

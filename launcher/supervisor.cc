@@ -17,14 +17,18 @@ namespace accel::launcher {
 absl::StatusOr<std::unique_ptr<AbortChannel>> AbortChannel::Create() {
   std::unique_ptr<AbortChannel> channel(new AbortChannel());
   channel->fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!channel->fd_.valid()) return absl::ErrnoToStatus(errno, "create abort eventfd");
+  if (!channel->fd_.valid()) {
+    return absl::ErrnoToStatus(errno, "create abort eventfd");
+  }
   return channel;
 }
 
 void AbortChannel::Abort(std::string reason) {
   {
     absl::MutexLock lock(&mu_);
-    if (reason_.empty()) reason_ = reason.empty() ? "aborted" : std::move(reason);
+    if (reason_.empty()) {
+      reason_ = reason.empty() ? "aborted" : std::move(reason);
+    }
   }
   const std::uint64_t one = 1;
   (void)!::write(fd_.get(), &one, sizeof(one));
@@ -50,7 +54,9 @@ struct Worker {
 };
 
 int PollTimeoutMs(absl::Time now, absl::Time deadline) {
-  if (deadline == absl::InfiniteFuture()) return -1;
+  if (deadline == absl::InfiniteFuture()) {
+    return -1;
+  }
   const int64_t ms = absl::ToInt64Milliseconds(absl::Ceil(deadline - now, absl::Milliseconds(1)));
   return static_cast<int>(std::clamp<int64_t>(ms, 0, 60'000));
 }
@@ -73,10 +79,14 @@ AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& r
   absl::Time next_hang_check = absl::InfiniteFuture();
 
   auto signal_all = [&running](int signal) {
-    for (Worker& w : running) w.process.SignalGroup(signal);
+    for (Worker& w : running) {
+      w.process.SignalGroup(signal);
+    }
   };
   auto begin_stop = [&](int signal) {
-    if (stopping) return;
+    if (stopping) {
+      return;
+    }
     stopping = true;
     signal_all(signal);
     kill_deadline = absl::Now() + options_.shutdown_grace;
@@ -112,8 +122,12 @@ AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& r
     }
     running.push_back(Worker{std::move(launch), *std::move(child)});
   }
-  if (result.end == AttemptEnd::kSpawnFailed) begin_stop(SIGTERM);
-  if (watch_hangs) next_hang_check = absl::Now() + options_.monitor_interval;
+  if (result.end == AttemptEnd::kSpawnFailed) {
+    begin_stop(SIGTERM);
+  }
+  if (watch_hangs) {
+    next_hang_check = absl::Now() + options_.monitor_interval;
+  }
 
   std::vector<pollfd> fds;
   for (;;) {
@@ -123,10 +137,14 @@ AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& r
     if (!any_running && drain_deadline == absl::InfiniteFuture()) {
       // All-or-nothing: whatever a worker left behind in its process group goes with it (and
       // stops holding its output pipes open).
-      for (const Worker& w : running) w.process.KillGroupRemnants();
+      for (const Worker& w : running) {
+        w.process.KillGroupRemnants();
+      }
       drain_deadline = now + options_.drain_timeout;
     }
-    if (!any_running && router.AllClosed()) break;
+    if (!any_running && router.AllClosed()) {
+      break;
+    }
     if (now >= drain_deadline) {
       router.CloseAll();  // a grandchild still holds a pipe open: stop waiting for it
       break;
@@ -136,17 +154,23 @@ AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& r
     fds.push_back(pollfd{signals_.fd(), POLLIN, 0});
     fds.push_back(pollfd{abort_.fd(), POLLIN, 0});
     for (const Worker& w : running) {
-      if (w.process.running()) fds.push_back(pollfd{w.process.pidfd(), POLLIN, 0});
+      if (w.process.running()) {
+        fds.push_back(pollfd{w.process.pidfd(), POLLIN, 0});
+      }
     }
     router.AppendPollFds(&fds);
     absl::Time wake = std::min(
         {kill_deadline, drain_deadline, stopping ? absl::InfiniteFuture() : next_hang_check});
     const int ready = ::poll(fds.data(), fds.size(), PollTimeoutMs(now, wake));
-    if (ready < 0 && errno != EINTR) break;  // cannot happen with valid fds; the destructors reap
+    if (ready < 0 && errno != EINTR) {
+      break;  // cannot happen with valid fds; the destructors reap
+    }
     now = absl::Now();
 
     for (const pollfd& p : fds) {
-      if (p.revents == 0) continue;
+      if (p.revents == 0) {
+        continue;
+      }
       if (p.fd == signals_.fd()) {
         for (int sig = signals_.Read(); sig != 0; sig = signals_.Read()) {
           if (stopping) {
@@ -158,7 +182,9 @@ AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& r
             result.signal = sig;
           }
           begin_stop(sig);  // forwarded as is
-          if (result.end == AttemptEnd::kInterrupted && on_interrupt) on_interrupt(sig);
+          if (result.end == AttemptEnd::kInterrupted && on_interrupt) {
+            on_interrupt(sig);
+          }
         }
       } else if (p.fd == abort_.fd()) {
         if (!stopping) {
@@ -176,9 +202,13 @@ AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& r
     // Reap after reading output, so a failed worker's last stderr lines are in its tail.
     std::vector<WorkerFailure> new_failures;
     for (Worker& w : running) {
-      if (!w.process.running() || !w.process.TryReap()) continue;
+      if (!w.process.running() || !w.process.TryReap()) {
+        continue;
+      }
       hang.Forget(w.launch.rank);
-      if (w.process.status()->ok() || stopping) continue;
+      if (w.process.status()->ok() || stopping) {
+        continue;
+      }
       WorkerFailure f;
       f.machine_rank = options_.machine_rank;
       f.host = options_.host;
@@ -191,14 +221,22 @@ AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& r
       new_failures.push_back(std::move(f));
     }
     if (!new_failures.empty()) {
-      for (WorkerFailure& f : new_failures) f.stderr_tail = router.StderrTail(f.rank);
+      for (WorkerFailure& f : new_failures) {
+        f.stderr_tail = router.StderrTail(f.rank);
+      }
       result.end = AttemptEnd::kWorkerFailed;
-      if (result.failures.empty() && on_failure) on_failure(new_failures.front());
-      for (WorkerFailure& f : new_failures) result.failures.push_back(std::move(f));
+      if (result.failures.empty() && on_failure) {
+        on_failure(new_failures.front());
+      }
+      for (WorkerFailure& f : new_failures) {
+        result.failures.push_back(std::move(f));
+      }
       begin_stop(SIGTERM);
     }
 
-    if (stopping && !killed && now >= kill_deadline) kill_now();
+    if (stopping && !killed && now >= kill_deadline) {
+      kill_now();
+    }
     if (!stopping && watch_hangs && now >= next_hang_check) {
       next_hang_check = now + options_.monitor_interval;
       std::vector<StalledRank> stalled = hang.Check(now);
@@ -206,7 +244,9 @@ AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& r
         result.end = AttemptEnd::kHang;
         for (const StalledRank& s : stalled) {
           for (const Worker& w : running) {
-            if (w.launch.rank != s.rank) continue;
+            if (w.launch.rank != s.rank) {
+              continue;
+            }
             WorkerFailure f;
             f.machine_rank = options_.machine_rank;
             f.host = options_.host;
@@ -221,7 +261,9 @@ AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& r
             result.failures.push_back(std::move(f));
           }
         }
-        if (!result.failures.empty() && on_failure) on_failure(result.failures.front());
+        if (!result.failures.empty() && on_failure) {
+          on_failure(result.failures.front());
+        }
         begin_stop(SIGTERM);
       }
     }
@@ -230,7 +272,9 @@ AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& r
   // Error files and the final stderr tails are read once everything is drained.
   for (WorkerFailure& f : result.failures) {
     for (const Worker& w : running) {
-      if (w.launch.rank != f.rank) continue;
+      if (w.launch.rank != f.rank) {
+        continue;
+      }
       f.error_message = ReadErrorFileMessage(w.launch.files.error_file);
       f.stderr_tail = router.StderrTail(f.rank);
       if (result.end == AttemptEnd::kHang && w.process.status().has_value()) {
