@@ -220,6 +220,24 @@ TEST(AcceleratorTest, InvalidOptionsListEveryProblem) {
   }
 }
 
+TEST(AcceleratorTest, PreparingAModuleTwiceIsAnError) {
+  Accelerator acc(World1());
+  Lin model = acc.prepare(Lin());
+  EXPECT_THROW(acc.prepare(model), Error);
+}
+
+TEST(AcceleratorTest, WorldAboveOneWithoutRankIsAClearError) {
+  Options o = World1();
+  o.world_size = 2;
+  try {
+    Accelerator acc(o);
+    FAIL() << "expected accel::Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "create accelerator: world size 2 but no rank: set RANK (accel-launch does)");
+  }
+}
+
 TEST(AcceleratorTest, WorldAboveOneWithoutStoreIsAClearError) {
   Options o = World1();
   o.world_size = 2;

@@ -56,6 +56,11 @@ void ResolveWorld(const Options& o, internal::AcceleratorState& s) {
       s.local_rank = EnvInt("OMPI_COMM_WORLD_LOCAL_RANK", EnvInt("MPI_LOCALRANKID", -1));
   }
   if (s.world < 0) s.world = 1;
+  if (s.world > 1 && s.rank < 0) {
+    throw Error(
+        "create accelerator", "",
+        "world size " + std::to_string(s.world) + " but no rank: set RANK (accel-launch does)");
+  }
   if (s.rank < 0) s.rank = 0;
   if (s.local_rank < 0) s.local_rank = s.world == 1 ? 0 : s.rank;
   if (s.rank >= s.world) {
@@ -173,6 +178,10 @@ Communicator& Accelerator::communicator() { return *state_->comm; }
 void Accelerator::PrepareModule(std::shared_ptr<torch::nn::Module> module) {
   auto& s = *state_;
   if (!module) throw Error("prepare", "module", "null module");
+  for (const auto& m : s.modules) {
+    // A second set of DDP hooks would all-reduce (and average) every gradient twice.
+    if (m == module) throw Error("prepare", "module " + module->name(), "already prepared");
+  }
   module->to(s.device);
   if (s.world > 1) {
     at::NoGradGuard no_grad;
