@@ -218,6 +218,10 @@ TEST_F(WorkerMpTest, InfOnOneRankSkipsTheStepEverywhere) {
   ExpectAllSucceeded(RunRanks(2, {"infskip", dir_}));
 }
 
+TEST_F(WorkerMpTest, InfOnOneRankSkipsTheStepEverywhereWorld4) {
+  ExpectAllSucceeded(RunRanks(4, {"infskip", dir_}));
+}
+
 TEST_F(WorkerMpTest, SaveKillLoadResumesBitIdentical) {
   const std::string ckpt = dir_ + "/ckpt";
   ExpectAllSucceeded(RunRanks(2, {"resume", dir_, "full", dir_ + "/ckpt_full"}));
