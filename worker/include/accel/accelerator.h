@@ -119,7 +119,9 @@ class Accelerator {
   // --- preparing ----------------------------------------------------------------------------
   // Moves `module` to device(), broadcasts its parameters and buffers from rank 0 and (world > 1)
   // installs DDP gradient hooks. Takes a module holder (TORCH_MODULE(Net) → Net) or a
-  // shared_ptr to a module; returns the same module. Collective.
+  // shared_ptr to a module; returns the same module. Collective. Throws when the module was
+  // already prepared. A parameter that gets no gradient on a sync step (unused by this rank's
+  // forward) contributes zeros to the average and ends the step with a zero (not undefined) grad.
   template <typename M, typename = std::enable_if_t<internal::IsModule<M>::value>>
   M prepare(M module) {
     PrepareModule(internal::IsModule<M>::Ptr(module));
@@ -129,7 +131,9 @@ class Accelerator {
   torch::optim::Optimizer& prepare(torch::optim::Optimizer& optimizer);
 
   // Returns a loader over this rank's shard of the tensor dataset (row i of data/target is
-  // sample i); batches arrive on device(). Same number of batches on every rank.
+  // sample i); batches arrive on device(). Same number of batches on every rank. The loader tells
+  // this Accelerator when an epoch's last batch is handed out (a forced sync), so it must not
+  // outlive it.
   DataLoader prepare_loader(at::Tensor data, at::Tensor target, std::int64_t batch_size,
                             bool shuffle = true, std::uint64_t seed = 0);
   // Same over any dataset with size() (size_t or optional<size_t>) and get(size_t) returning an
