@@ -320,6 +320,19 @@ TEST_F(LaunchTest, MissingProgramIsAClearErrorBeforeAnythingStarts) {
   EXPECT_THAT(path.err, HasSubstr("no_such_program_on_path"));
 }
 
+TEST_F(LaunchTest, RendezvousTimeoutIsExitCodeThreeAndNamesTheMissingMachine) {
+  // Machine 0 of a two-machine job whose machine 1 never comes.
+  RunResult r =
+      RunCommand({kLauncher, "--use_cpu", "--num_machines=2", "--num_processes=2",
+                  "--machine_rank=0", "--main_process_ip=127.0.0.1", "--main_process_port=29571",
+                  "--rdzv_timeout=1", kFake, "--pid_dir=" + dir_},
+                 {}, absl::Seconds(30));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("join rendezvous at 127.0.0.1:29571"));
+  EXPECT_LT(r.elapsed, absl::Seconds(10));
+  EXPECT_TRUE(ReadFile(dir_ + "/rank_0.pid").empty());  // no worker started
+}
+
 TEST_F(LaunchTest, DryRunPrintsThePlanAndStartsNothing) {
   RunResult r = Launch({"--num_processes", "2", "--dry_run", "--gradient_accumulation_steps", "2"},
                        {kFake, "--pid_dir=" + dir_});
