@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/defaults.h"
 #include "common/status_macros.h"
@@ -220,7 +221,9 @@ absl::StatusOr<RendezvousResult> AgentRendezvous::Join(const SignalFd& signals,
   WaitOrExitOnSignal(done.get(), signals, "waiting for the rendezvous");
   joiner.join();
   if (!joined.ok()) {
-    return Annotate(joined.status(), absl::StrCat("join rendezvous at ", endpoint_));
+    const std::string context = absl::StrCat("join rendezvous at ", endpoint_);
+    if (absl::StartsWith(joined.status().message(), context)) return joined.status();
+    return Annotate(joined.status(), context);  // the real client names it already
   }
   for (const std::string& warning : joined->warnings) {
     std::fprintf(stderr, "[accel-launch] rendezvous warning: %s\n", warning.c_str());
