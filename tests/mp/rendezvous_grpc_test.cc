@@ -71,7 +71,7 @@ TEST_F(GrpcTest, WaitTimesOutAtItsDeadlineNamingMissingKeys) {
   EXPECT_EQ(status.message(), "store at " + server_->endpoint() +
                                   ": wait for store keys: deadline exceeded; still missing: \"b\"");
   EXPECT_GE(took, absl::Milliseconds(300));
-  EXPECT_LT(took, absl::Milliseconds(450));
+  EXPECT_LT(took, absl::Milliseconds(550));  // the server's timer, plus slack for load
 }
 
 TEST_F(GrpcTest, GetWaitsUntilAnotherClientSets) {

@@ -42,7 +42,7 @@ TEST(InMemoryStoreTest, GetTimesOutAtItsDeadline) {
             "get store key \"late\": wait for store keys: deadline exceeded; still missing: "
             "\"late\"");
   EXPECT_GE(took, absl::Milliseconds(200));
-  EXPECT_LT(took, absl::Milliseconds(300));
+  EXPECT_LT(took, absl::Milliseconds(450));  // slack for a loaded machine
 }
 
 TEST(InMemoryStoreTest, GetWakesWhenAnotherThreadSets) {
