@@ -201,7 +201,8 @@ absl::StatusOr<ChildProcess> Spawn(const SpawnSpec& spec) {
   }
   const int fds[3] = {spec.stdin_fd, spec.stdout_fd, spec.stderr_fd};
   const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
+  // _Fork (glibc >= 2.34) runs no atfork handlers: nothing of gRPC's or anyone's runs in the child.
+  const pid_t pid = ::_Fork();
   if (pid < 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat("spawn ", spec.label, ": fork"));
   }

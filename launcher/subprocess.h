@@ -1,11 +1,11 @@
 // Subprocess: start one worker with fork+exec and own it until it is reaped.
 //
 // gRPC forbids fork without exec, so the child runs only async-signal-safe calls between fork
-// and execve: setpgid (own process group), prctl(PR_SET_PDEATHSIG, SIGKILL) plus a getppid()
-// check (the worker dies with the launcher), sigprocmask, dup2, execve. Everything the child
-// needs (argv, envp, fds) is prepared before fork. PR_SET_PDEATHSIG fires when the *thread* that
-// forked exits, so Spawn must be called from a thread that lives as long as the worker (the
-// agent's main thread). Every fd opened here is O_CLOEXEC.
+// (glibc's _Fork: no atfork handlers) and execve: setpgid (own process group),
+// prctl(PR_SET_PDEATHSIG, SIGKILL) plus a getppid() check (the worker dies with the launcher),
+// sigprocmask, dup2, execve. Everything the child needs (argv, envp, fds) is prepared before fork.
+// PR_SET_PDEATHSIG fires when the *thread* that forked exits, so Spawn must be called from a thread
+// that lives as long as the worker (the agent's main thread). Every fd opened here is O_CLOEXEC.
 #ifndef ACCEL_LAUNCHER_SUBPROCESS_H_
 #define ACCEL_LAUNCHER_SUBPROCESS_H_
 
