@@ -126,16 +126,19 @@ void GradSync::FillBucketLocked(Bucket& bucket) {
 }
 
 void GradSync::LaunchReadyLocked(bool wake_comm_thread) {
-  bool launched = false;
+  bool overlappable = false;
   while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
     Bucket& bucket = buckets_[next_launch_];
     FillBucketLocked(bucket);
     bucket.launched = true;
     queue_.push_back(next_launch_);
     ++next_launch_;
-    launched = true;
+    // The final bucket is ready only when backward is (nearly) over: nothing is left to overlap
+    // with, so it is not handed to the comm thread; EndBackward runs it (a small model's only
+    // bucket then costs no thread hand-off at all).
+    overlappable |= next_launch_ < buckets_.size();
   }
-  if (launched && wake_comm_thread) cv_.notify_all();
+  if (overlappable && wake_comm_thread) cv_.notify_all();
 }
 
 void GradSync::RunNextLocked(std::unique_lock<std::mutex>& lock) {
