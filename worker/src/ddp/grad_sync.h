@@ -8,8 +8,8 @@
 // (overlap). Buckets are launched strictly in order so every rank issues the same collectives in
 // the same order. EndBackward() launches what is left, with zeros for parameters that got no
 // gradient (unused this step: handled, never waited on), runs the still-queued buckets itself
-// once the communication thread is idle, waits for every bucket and writes the averaged values
-// back into .grad.
+// once the communication thread is idle (the final bucket is never handed over: it is ready only
+// when backward is over), waits for every bucket and writes the averaged values back into .grad.
 //
 // Threading: hooks run on autograd threads; Begin/EndBackward on the training thread; all shared
 // state is guarded by mu_. Owns the communication thread (joined in the destructor) and shares
