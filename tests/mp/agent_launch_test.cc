@@ -322,13 +322,17 @@ TEST_F(LaunchTest, MissingProgramIsAClearErrorBeforeAnythingStarts) {
 
 TEST_F(LaunchTest, RendezvousTimeoutIsExitCodeThreeAndNamesTheMissingMachine) {
   // Machine 0 of a two-machine job whose machine 1 never comes.
-  RunResult r =
-      RunCommand({kLauncher, "--use_cpu", "--num_machines=2", "--num_processes=2",
-                  "--machine_rank=0", "--main_process_ip=127.0.0.1", "--main_process_port=29571",
-                  "--rdzv_timeout=1", kFake, "--pid_dir=" + dir_},
-                 {}, absl::Seconds(30));
+  auto port = launcher::PickFreePort("127.0.0.1");
+  ASSERT_TRUE(port.ok()) << port.status();
+  const std::string endpoint = "127.0.0.1:" + std::to_string(*port);
+  RunResult r = RunCommand(
+      {kLauncher, "--use_cpu", "--num_machines=2", "--num_processes=2", "--machine_rank=0",
+       "--main_process_ip=127.0.0.1", "--main_process_port=" + std::to_string(*port),
+       "--rdzv_timeout=1", kFake, "--pid_dir=" + dir_},
+      {}, absl::Seconds(30));
   EXPECT_EQ(r.exit_code, 3) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("join rendezvous at 127.0.0.1:29571"));
+  EXPECT_THAT(r.err, HasSubstr("join rendezvous at " + endpoint));
+  EXPECT_THAT(r.err, HasSubstr("missing machine_rank 1"));
   EXPECT_LT(r.elapsed, absl::Seconds(10));
   EXPECT_TRUE(ReadFile(dir_ + "/rank_0.pid").empty());  // no worker started
 }
