@@ -10,13 +10,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/errno_status.h"
 
 namespace accel::launcher {
 
 absl::StatusOr<std::string> InterfaceAddress(const std::string& name) {
   struct ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return ErrnoToStatus(errno, "getifaddrs");
+  if (getifaddrs(&list) != 0) return absl::ErrnoToStatus(errno, "getifaddrs");
   std::string address;
   std::set<std::string> with_ipv4;
   for (struct ifaddrs* it = list; it != nullptr; it = it->ifa_next) {

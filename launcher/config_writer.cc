@@ -7,7 +7,6 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
-#include "common/errno_status.h"
 #include "launcher/config_schema.h"
 
 namespace accel::launcher {
@@ -23,7 +22,7 @@ absl::Status MakeDirs(const std::string& dir) {
     if (!parent.ok()) return parent;
   }
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return ErrnoToStatus(errno, absl::StrCat("create directory ", dir));
+    return absl::ErrnoToStatus(errno, absl::StrCat("create directory ", dir));
   }
   return absl::OkStatus();
 }
@@ -63,7 +62,7 @@ absl::Status WriteConfigFile(const std::string& path, const std::string& text) {
   }
   const std::string temp = absl::StrCat(path, ".tmp.", getpid());
   const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoToStatus(errno, absl::StrCat("create ", temp));
+  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("create ", temp));
   size_t written = 0;
   while (written < text.size()) {
     const ssize_t n = write(fd, text.data() + written, text.size() - written);
@@ -72,7 +71,7 @@ absl::Status WriteConfigFile(const std::string& path, const std::string& text) {
       const int err = errno;
       close(fd);
       unlink(temp.c_str());
-      return ErrnoToStatus(err, absl::StrCat("write ", temp));
+      return absl::ErrnoToStatus(err, absl::StrCat("write ", temp));
     }
     written += static_cast<size_t>(n);
   }
@@ -81,12 +80,12 @@ absl::Status WriteConfigFile(const std::string& path, const std::string& text) {
   if (sync_error != 0 || close_error != 0) {
     const int err = sync_error != 0 ? sync_error : close_error;
     unlink(temp.c_str());
-    return ErrnoToStatus(err, absl::StrCat("write ", temp));
+    return absl::ErrnoToStatus(err, absl::StrCat("write ", temp));
   }
   if (rename(temp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     unlink(temp.c_str());
-    return ErrnoToStatus(err, absl::StrCat("rename ", temp, " to ", path));
+    return absl::ErrnoToStatus(err, absl::StrCat("rename ", temp, " to ", path));
   }
   return absl::OkStatus();
 }

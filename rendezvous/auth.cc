@@ -6,7 +6,6 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
-#include "common/errno_status.h"
 #include "common/unique_fd.h"
 #include "rendezvous/absl_view.h"
 
@@ -50,13 +49,13 @@ absl::Status FromGrpc(const grpc::Status& status, std::string_view operation) {
 
 absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return ErrnoToStatus(errno, absl::StrCat("open ", path));
+  if (!fd) return absl::ErrnoToStatus(errno, absl::StrCat("open ", path));
   std::string out;
   char buffer[8192];
   while (true) {
     const ssize_t n = ::read(fd.get(), buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoToStatus(errno, absl::StrCat("read ", path));
+    if (n < 0) return absl::ErrnoToStatus(errno, absl::StrCat("read ", path));
     if (n == 0) break;
     out.append(buffer, static_cast<std::size_t>(n));
     if (out.size() > (1 << 20)) {

@@ -13,7 +13,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/defaults.h"
-#include "common/errno_status.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
@@ -50,7 +49,7 @@ bool IsWildcard(const std::string& host) {
 absl::StatusOr<int> PickFreePort(const std::string& host) {
   const bool v6 = host.find(':') != std::string::npos;
   UniqueFd fd(::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd) return ErrnoToStatus(errno, "socket");
+  if (!fd) return absl::ErrnoToStatus(errno, "socket");
   sockaddr_storage storage{};
   socklen_t length = 0;
   if (v6) {
@@ -65,10 +64,10 @@ absl::StatusOr<int> PickFreePort(const std::string& host) {
     length = sizeof(sockaddr_in);
   }
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&storage), length) != 0) {
-    return ErrnoToStatus(errno, absl::StrCat("bind ", host, ":0"));
+    return absl::ErrnoToStatus(errno, absl::StrCat("bind ", host, ":0"));
   }
   if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&storage), &length) != 0) {
-    return ErrnoToStatus(errno, "getsockname");
+    return absl::ErrnoToStatus(errno, "getsockname");
   }
   return v6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port)
             : ntohs(reinterpret_cast<sockaddr_in*>(&storage)->sin_port);

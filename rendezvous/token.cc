@@ -9,7 +9,6 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/env_contract.h"
-#include "common/errno_status.h"
 #include "common/status_macros.h"
 #include "rendezvous/auth.h"
 
@@ -21,7 +20,7 @@ absl::StatusOr<std::string> GenerateToken() {
   while (filled < sizeof(bytes)) {
     const ssize_t n = ::getrandom(bytes + filled, sizeof(bytes) - filled, 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoToStatus(errno, "generate rendezvous token: getrandom");
+    if (n < 0) return absl::ErrnoToStatus(errno, "generate rendezvous token: getrandom");
     filled += static_cast<std::size_t>(n);
   }
   return absl::BytesToHexString(absl::string_view(bytes, sizeof(bytes)));
