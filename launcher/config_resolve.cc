@@ -29,14 +29,14 @@ std::string Home(const EnvLookup& env) {
 // Sets the defaults for this machine's hardware and returns the notice listing them.
 std::string ApplyHardwareDefaults(const ResolveOptions& options, const ConfigLookup& lookup,
                                   Config* config, SourceMap* sources) {
+  // The reason there is no GPU is the agent's notice to give; this one only lists the defaults.
   std::string why;
   const int gpus = options.count_gpus ? options.count_gpus(&why) : 0;
   *config = DefaultsForHardware(gpus);
   for (const char* key : {"num_processes", "distributed_type"}) {
     (*sources)[key].kind = ValueOrigin::Kind::kHardware;
   }
-  const std::string found =
-      gpus > 0 ? absl::StrCat(gpus, " GPU(s)") : absl::StrCat("no GPU (", why, ")");
+  const std::string found = gpus > 0 ? absl::StrCat(gpus, " GPU(s)") : std::string("no GPU");
   return absl::StrCat("no config file (looked in ", absl::StrJoin(lookup.tried, ", "),
                       "); using defaults for this machine, ", found,
                       ": distributed_type=", ToString(config->distributed_type),

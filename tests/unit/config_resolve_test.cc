@@ -66,7 +66,7 @@ TEST(ConfigResolveTest, NoFileUsesHardwareDefaultsWithOneNotice) {
             "no config file (looked in " + dir.path() +
                 "/.config/accel-launch/default_config.yaml, " + dir.path() +
                 "/.cache/huggingface/accelerate/default_config.yaml); using defaults for this "
-                "machine, no GPU (cuInit: CUDA driver version is insufficient): "
+                "machine, no GPU: "
                 "distributed_type=NO num_processes=1 mixed_precision=no (write a file with "
                 "`accel-launch config`)");
   EXPECT_FALSE(r.config.use_cpu);  // the agent runs on CPU when it finds no GPU
