@@ -21,6 +21,19 @@ JoinCoordinator::JoinCoordinator(ServerOptions options, Hooks hooks)
       lost_after_(options_.heartbeat_interval * options_.missed_heartbeats_lost) {}
 
 void JoinCoordinator::Deliver(Outbox& out) {
+  if (out.completion.has_value()) {
+    Completion& c = *out.completion;
+    std::vector<const JoinedMachine*> machines;
+    for (const JoinedMachine& m : c.machines) machines.push_back(&m);
+    absl::StatusOr<std::vector<v1::JoinResponse>> responses = BuildJoinResponses(machines, c.info);
+    for (std::size_t i = 0; i < c.dones.size(); ++i) {
+      if (responses.ok()) {
+        c.dones[i](std::move((*responses)[i]));
+      } else {
+        c.dones[i](responses.status());  // not reached: CompleteLocked checked the world size
+      }
+    }
+  }
   for (auto& [done, result] : out.joins) done(std::move(result));
   for (auto& [sink, event] : out.events) sink->Send(event);
   for (auto& [sink, status] : out.closes) sink->Close(status);
@@ -132,15 +145,16 @@ void JoinCoordinator::CompleteLocked(absl::Time now, Outbox& out) {
                    *master_port,
                    hooks_.store_port ? hooks_.store_port() : 0,
                    warnings_};
-  absl::StatusOr<std::vector<v1::JoinResponse>> responses = BuildJoinResponses(machines, info);
-  if (!responses.ok()) {
-    FailPendingLocked(responses.status(), out);
+  if (absl::Status status = CheckWorldSize(machines, info); !status.ok()) {
+    FailPendingLocked(status, out);
     return;
   }
+  Completion& completion = out.completion.emplace();
+  completion.info = std::move(info);
   members_.clear();
-  std::size_t index = 0;
   for (auto& [rank, pending] : pending_) {
-    out.joins.emplace_back(std::move(pending.done), std::move((*responses)[index++]));
+    completion.machines.push_back(pending.machine);
+    completion.dones.push_back(std::move(pending.done));
     members_[rank] = Member{std::move(pending.machine), now, false, 0, nullptr};
   }
   pending_.clear();

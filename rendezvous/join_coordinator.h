@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "absl/time/time.h"
 #include "accel/rendezvous/v1/rendezvous.pb.h"
 #include "rendezvous/join_checks.h"
+#include "rendezvous/join_result.h"
 #include "rendezvous/server.h"
 
 namespace accel::rendezvous {
@@ -95,7 +97,15 @@ class JoinCoordinator {
     Id watch_id = 0;
     std::shared_ptr<EventSink> sink;
   };
+  // A completed attempt whose responses are built after the lock is released (with the machine
+  // list they are O(machines^2) bytes).
+  struct Completion {
+    std::vector<JoinedMachine> machines;  // by machine_rank
+    AttemptInfo info;
+    std::vector<JoinDone> dones;  // parallel to machines
+  };
   struct Outbox {
+    std::optional<Completion> completion;
     std::vector<std::pair<JoinDone, absl::StatusOr<v1::JoinResponse>>> joins;
     std::vector<std::pair<std::shared_ptr<EventSink>, v1::Event>> events;
     std::vector<std::pair<std::shared_ptr<EventSink>, absl::Status>> closes;

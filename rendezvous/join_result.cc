@@ -11,23 +11,29 @@ std::string HostPort(const std::string& host, int port) {
   return absl::StrCat(host, ":", port);
 }
 
+absl::Status CheckWorldSize(const std::vector<const JoinedMachine*>& machines,
+                            const AttemptInfo& info) {
+  std::int64_t world = 0;
+  for (const JoinedMachine* m : machines) world += m->request.local_processes();
+  if (info.num_processes <= 0 || world == info.num_processes) return absl::OkStatus();
+  std::vector<std::string> parts;
+  for (const JoinedMachine* m : machines) {
+    parts.push_back(absl::StrCat(DescribeMachine(*m), " runs ", m->request.local_processes()));
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("join rendezvous run_id=", info.run_id,
+                   ": num_processes mismatch: the machines run ", world, " processes in total (",
+                   absl::StrJoin(parts, ", "), ") but num_processes=", info.num_processes));
+}
+
 absl::StatusOr<std::vector<v1::JoinResponse>> BuildJoinResponses(
     const std::vector<const JoinedMachine*>& machines, const AttemptInfo& info) {
+  if (absl::Status status = CheckWorldSize(machines, info); !status.ok()) return status;
   std::vector<int> locals;
   std::int64_t world = 0;
   for (const JoinedMachine* m : machines) {
     locals.push_back(m->request.local_processes());
     world += m->request.local_processes();
-  }
-  if (info.num_processes > 0 && world != info.num_processes) {
-    std::vector<std::string> parts;
-    for (const JoinedMachine* m : machines) {
-      parts.push_back(absl::StrCat(DescribeMachine(*m), " runs ", m->request.local_processes()));
-    }
-    return absl::FailedPreconditionError(
-        absl::StrCat("join rendezvous run_id=", info.run_id,
-                     ": num_processes mismatch: the machines run ", world, " processes in total (",
-                     absl::StrJoin(parts, ", "), ") but num_processes=", info.num_processes));
   }
   const std::vector<int> base = AssignBaseRanks(locals);
   const std::string host = !info.master_host.empty() ? info.master_host

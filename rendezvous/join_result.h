@@ -22,9 +22,14 @@ struct AttemptInfo {
   std::vector<std::string> warnings;
 };
 
+// Returns FAILED_PRECONDITION (listing every machine's count) when info.num_processes > 0 and
+// the machines' local_processes do not add up to it. O(machines).
+absl::Status CheckWorldSize(const std::vector<const JoinedMachine*>& machines,
+                            const AttemptInfo& info);
+
 // Returns one response per machine, in the order of `machines` (which is by machine_rank, all
-// ranks present): base ranks are prefix sums of local_processes. FAILED_PRECONDITION when
-// info.num_processes > 0 and the machines' local_processes do not add up to it.
+// ranks present): base ranks are prefix sums of local_processes. Fails as CheckWorldSize does.
+// O(machines) per response that wants the machine list, O(1) otherwise.
 absl::StatusOr<std::vector<v1::JoinResponse>> BuildJoinResponses(
     const std::vector<const JoinedMachine*>& machines, const AttemptInfo& info);
 
