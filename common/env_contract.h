@@ -42,6 +42,10 @@ inline constexpr char kBackend[] = "ACCEL_BACKEND";
 // Where a libaccel worker reports its step counter for hang detection: a file path that the
 // worker rewrites (8-byte little-endian step count) and the launcher polls.
 inline constexpr char kProgressFile[] = "ACCEL_PROGRESS_FILE";
+// This machine's address as the other machines reach it (the address its launcher joined the
+// rendezvous from, or local_addr / network_interface): collectives bind there. Unset on a
+// single-machine job, where everything talks over loopback.
+inline constexpr char kLocalAddr[] = "ACCEL_LOCAL_ADDR";
 // CUDA device selection, from gpu_ids.
 inline constexpr char kCudaVisibleDevices[] = "CUDA_VISIBLE_DEVICES";
 

@@ -234,6 +234,11 @@ absl::StatusOr<RendezvousResult> AgentRendezvous::Join(const SignalFd& signals,
   result.master_addr = joined->master_addr;
   result.master_port = joined->master_port;
   result.store_endpoint = joined->store_endpoint;
+  if (request_.num_machines > 1) {
+    for (const rendezvous::MachineEntry& machine : joined->machines) {
+      if (machine.machine_rank == request_.machine_rank) result.local_addr = machine.address;
+    }
+  }
   result.token = token_;
   result.attempt = static_cast<int>(joined->attempt);
   auto status = client_->Watch(

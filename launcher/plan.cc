@@ -206,6 +206,9 @@ std::vector<std::string> WorkerEnv(const LaunchPlan& plan, const RendezvousResul
   if (!rdzv.store_endpoint.empty()) {
     set(env::kStoreEndpoint, rdzv.store_endpoint);
   }
+  if (!rdzv.local_addr.empty()) {
+    set(env::kLocalAddr, rdzv.local_addr);
+  }
   if (!rdzv.token.empty()) {
     set(env::kRdzvToken, rdzv.token);
   }

@@ -42,6 +42,7 @@ struct RendezvousResult {
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
   std::string store_endpoint;  // "" = no store (single process)
+  std::string local_addr;      // this machine as the others reach it; "" = loopback job
   std::string token;
   int attempt = 0;  // restart count, TORCHELASTIC_RESTART_COUNT
 };

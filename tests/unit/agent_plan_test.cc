@@ -127,6 +127,7 @@ TEST(PlanTest, WorkerEnvIsTheExactContract) {
   rdzv.master_addr = "10.0.0.1";
   rdzv.master_port = 29501;
   rdzv.store_endpoint = "10.0.0.1:29500";
+  rdzv.local_addr = "10.0.0.2";
   rdzv.token = "secret";
   rdzv.attempt = 1;
   const std::vector<std::string> base = {"PATH=/bin", "RANK=99", "ACCEL_STORE_ENDPOINT=stale",
@@ -158,6 +159,7 @@ TEST(PlanTest, WorkerEnvIsTheExactContract) {
       {"ACCEL_ERROR_FILE", "/tmp/e.json"},
       {"ACCEL_BACKEND", "gloo"},
       {"ACCEL_PROGRESS_FILE", "/tmp/p"},
+      {"ACCEL_LOCAL_ADDR", "10.0.0.2"},
   };
   EXPECT_EQ(env, want);
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "accel/error.h"
+#include "common/env_contract.h"
 
 namespace accel::worker {
 namespace {
@@ -48,10 +49,14 @@ std::unique_ptr<Communicator> MakeCommunicator(Backend backend, const c10::Devic
 #if ACCEL_HAVE_GLOO
     {
       const char* addr = std::getenv("MASTER_ADDR");
+      const char* local = std::getenv(env::kLocalAddr);
       const std::string master = addr != nullptr ? addr : "";
-      // A job on one machine talks over loopback; otherwise bind to this host's name.
+      // Bind where the launcher says the other machines reach us; a job on one machine talks
+      // over loopback; otherwise (no launcher) bind to this host's name.
       std::string host = "127.0.0.1";
-      if (!master.empty() && master != "localhost" && master.rfind("127.", 0) != 0) {
+      if (local != nullptr && *local != '\0') {
+        host = local;
+      } else if (!master.empty() && master != "localhost" && master.rfind("127.", 0) != 0) {
         char name[256] = {};
         if (::gethostname(name, sizeof(name) - 1) == 0) host = name;
       }
