@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "accel/accelerator.h"
+#include "accel/error_file.h"
 #include "examples/idx_reader.h"
 #include "examples/progress_view.h"
 #include "examples/train_flags.h"
@@ -214,10 +215,6 @@ int main(int argc, char** argv) {
     std::cout << TrainUsage();
     return 0;
   }
-  try {
-    return Train(*flags);
-  } catch (const std::exception& e) {
-    std::cerr << "train.bin: " << e.what() << "\n";
-    return 1;
-  }
+  // A failure is printed, written to $ACCEL_ERROR_FILE for the launcher's report, and exits 1.
+  return accel::RunWorker([&] { return Train(*flags); });
 }
