@@ -56,13 +56,21 @@ def ours(build, model, world, steps, warmup, overlap=True):
     return run(cmd)
 
 
-def python_ddp(model, world, steps, warmup):
+def python_ddp(model, world, steps, warmup, tries=2):
     d, h, layers, c, b, a = MODELS[model]
     cmd = [PY, f"{HERE}/torchrun_compat.py", "--standalone", f"--nproc_per_node={world}",
            f"{HERE}/torch_mlp.py", "--input-dim", str(d), "--hidden", str(h), "--layers",
            str(layers), "--classes", str(c), "--batch-size", str(b), "--grad-accum", str(a),
            "--steps", str(steps), "--warmup", str(warmup)]
-    return run(cmd)
+    # torchrun's c10d store start-up occasionally races its own workers (a store.set traceback
+    # on this 2-core machine); one retry, and the failure is printed, not hidden.
+    for attempt in range(tries):
+        try:
+            return run(cmd)
+        except RuntimeError as e:
+            if attempt + 1 == tries:
+                raise
+            print(f"torchrun failed, retrying once: {str(e).splitlines()[0]}", file=sys.stderr)
 
 
 def main():
