@@ -15,6 +15,7 @@
 #include "common/unique_fd.h"
 #include "common/version.h"
 #include "launcher/agent_util.h"
+#include "rendezvous/token.h"
 
 namespace accel::launcher {
 namespace {
@@ -94,6 +95,29 @@ WorkerFailure FromRootCause(const rendezvous::RootCause& cause, absl::Time seen)
   return f;
 }
 
+rendezvous::JoinRequest MakeJoinRequest(const Config& config, const LaunchPlan& plan,
+                                        const std::string& host) {
+  rendezvous::JoinRequest request;
+  request.run_id = plan.run_id;
+  request.machine_rank = plan.machine_rank;
+  request.num_machines = plan.num_machines;
+  request.num_processes = plan.world_size;  // after the fewer-GPUs fallback, as the server
+  request.local_processes = plan.nproc_per_machine;
+  request.hostname = host;
+  if (!config.local_addr.empty()) {
+    request.addresses.push_back(config.local_addr);
+  }
+  request.config_fingerprint = {
+      {"mixed_precision", PrecisionName(plan.precision)},
+      {"gradient_accumulation_steps", absl::StrCat(plan.gradient_accumulation_steps)},
+      {"max_restarts", absl::StrCat(plan.max_restarts)},
+      {"backend", plan.backend},
+  };
+  request.accel_version = kVersion;
+  request.device_summary = plan.use_cpu ? "cpu" : absl::StrCat(plan.nproc_per_machine, "x cuda");
+  return request;
+}
+
 absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const Config& config,
                                                                          const LaunchPlan& plan,
                                                                          const std::string& host,
@@ -102,17 +126,15 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
     return nullptr;
   }
   const bool single_machine = plan.num_machines == 1;
-  std::string token;
-  if (!config.rdzv_token_file.empty()) {
-    auto line = ReadFirstLine(config.rdzv_token_file);
-    if (!line.ok()) {
-      return Annotate(line.status(), "rendezvous token");
-    }
-    token = *std::move(line);
-  } else if (const char* env_token = std::getenv("ACCEL_RDZV_TOKEN"); env_token != nullptr) {
-    token = env_token;
-  } else if (single_machine) {
-    token = RandomHex(16);
+  auto loaded = rendezvous::LoadToken(config.rdzv_token_file);
+  if (!loaded.ok()) {
+    return Annotate(loaded.status(), "rendezvous token");
+  }
+  std::string token = *std::move(loaded);
+  if (token.empty() && single_machine) {
+    auto generated = rendezvous::GenerateToken();
+    if (!generated.ok()) return generated.status();
+    token = *std::move(generated);
   }
   const int port = config.main_process_port > 0 ? config.main_process_port : kDefaultMainPort;
 
@@ -144,24 +166,7 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
     endpoint = single_machine ? server->endpoint() : endpoint;
   }
 
-  rendezvous::JoinRequest request;
-  request.run_id = plan.run_id;
-  request.machine_rank = plan.machine_rank;
-  request.num_machines = plan.num_machines;
-  request.num_processes = config.num_processes;
-  request.local_processes = plan.nproc_per_machine;
-  request.hostname = host;
-  if (!config.local_addr.empty()) {
-    request.addresses.push_back(config.local_addr);
-  }
-  request.config_fingerprint = {
-      {"mixed_precision", PrecisionName(plan.precision)},
-      {"gradient_accumulation_steps", absl::StrCat(plan.gradient_accumulation_steps)},
-      {"max_restarts", absl::StrCat(plan.max_restarts)},
-      {"backend", plan.backend},
-  };
-  request.accel_version = kVersion;
-  request.device_summary = plan.use_cpu ? "cpu" : absl::StrCat(plan.nproc_per_machine, "x cuda");
+  rendezvous::JoinRequest request = MakeJoinRequest(config, plan, host);
 
   if (dry_run) {
     return std::make_unique<AgentRendezvous>(nullptr, nullptr, std::move(request), endpoint, token,

@@ -88,6 +88,11 @@ class AgentRendezvous {
   absl::Time event_time_ ABSL_GUARDED_BY(mu_);
 };
 
+// Returns what this machine sends to Join: its share of the plan (after device fallbacks), its
+// host and address, and the fingerprint of the settings every machine must agree on.
+rendezvous::JoinRequest MakeJoinRequest(const Config& config, const LaunchPlan& plan,
+                                        const std::string& host);
+
 // Returns the RootCause sent to the server for a local failure (message carries the pid, local
 // rank, error-file message and last stderr line).
 rendezvous::RootCause ToRootCause(const WorkerFailure& failure);

@@ -8,10 +8,8 @@
 
 #include <cerrno>
 #include <filesystem>
-#include <fstream>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/unique_fd.h"
 
@@ -66,16 +64,6 @@ absl::StatusOr<int> PickFreePort(const std::string& host) {
     return absl::ErrnoToStatus(errno, "pick free port: getsockname");
   }
   return ntohs(addr.sin_port);
-}
-
-absl::StatusOr<std::string> ReadFirstLine(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("read ", path));
-  }
-  std::string line;
-  std::getline(in, line);
-  return std::string(absl::StripTrailingAsciiWhitespace(line));
 }
 
 void RemoveTree(const std::string& path) {

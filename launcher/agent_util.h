@@ -17,9 +17,6 @@ std::string HostName();
 // Returns a TCP port that was free on `host` a moment ago (bound to port 0, then closed).
 absl::StatusOr<int> PickFreePort(const std::string& host);
 
-// Returns the first line of the file at `path` without trailing whitespace.
-absl::StatusOr<std::string> ReadFirstLine(const std::string& path);
-
 // Removes `path` and everything below it; errors are ignored (cleanup of our own temp files).
 void RemoveTree(const std::string& path);
 

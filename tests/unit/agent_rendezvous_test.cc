@@ -177,3 +177,25 @@ TEST_F(AgentRendezvousTest, FinishedMachineWaitsForDoneOrTheOthersFailure) {
 
 }  // namespace
 }  // namespace accel::launcher
+
+namespace accel::launcher {
+namespace {
+
+TEST(MakeJoinRequestTest, SendsTheWorldAfterTheFewerGpusFallbackLikeTheServerExpects) {
+  Config c;
+  c.distributed_type = DistributedType::kMultiGpu;
+  c.num_processes = 4;  // asked for 4, the machine has 2 GPUs
+  c.run_id = "r";
+  auto plan = MakePlan(c, /*gpus=*/2, "");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->world_size, 2);
+  rendezvous::JoinRequest request = MakeJoinRequest(c, *plan, "host0");
+  EXPECT_EQ(request.num_processes, 2);
+  EXPECT_EQ(request.local_processes, 2);
+  EXPECT_EQ(request.num_machines, 1);
+  EXPECT_EQ(request.hostname, "host0");
+  EXPECT_EQ(request.config_fingerprint.at("backend"), "nccl");
+}
+
+}  // namespace
+}  // namespace accel::launcher
