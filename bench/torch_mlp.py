@@ -60,6 +60,14 @@ def main():
     amp = a.precision == "fp16" and use_cuda
     scaler = torch.cuda.amp.GradScaler(enabled=amp)
     dtype = torch.float16 if a.precision == "fp16" else torch.bfloat16
+    # fp16 autocast exists on CUDA only (as in train.bin: fp32 on CPU); torch 1.13 rejects even a
+    # disabled CPU autocast with dtype fp16, so no autocast context at all then.
+    use_autocast = a.precision == "bf16" or (a.precision == "fp16" and use_cuda)
+
+    def autocast():
+        if not use_autocast:
+            return contextlib.nullcontext()
+        return torch.autocast(device.type, dtype=dtype)
 
     g = torch.Generator().manual_seed(a.seed + 1 + rank)
     n_batches = 16
@@ -73,7 +81,7 @@ def main():
             last = micro + 1 == a.grad_accum
             ctx = model.no_sync() if (world > 1 and not last) else contextlib.nullcontext()
             with ctx:
-                with torch.autocast(device.type, dtype=dtype, enabled=a.precision != "no" and (use_cuda or a.precision == "bf16")):
+                with autocast():
                     loss = loss_fn(model(xs[k]), ys[k]) / a.grad_accum
                 scaler.scale(loss).backward()
         scaler.step(opt)
@@ -81,6 +89,9 @@ def main():
         opt.zero_grad(set_to_none=True)
         return loss.detach() * a.grad_accum
 
+    # As in train.bin: --steps counts every optimizer step, the first --warmup are not timed.
+    if not 0 <= a.warmup < a.steps:
+        p.error("--warmup must be in [0, --steps)")
     for i in range(a.warmup):
         one_step(i)
     if use_cuda:
@@ -88,12 +99,12 @@ def main():
     if world > 1:
         dist.barrier()
     start = time.perf_counter()
-    for i in range(a.steps):
+    for i in range(a.warmup, a.steps):
         loss = one_step(i)
     if use_cuda:
         torch.cuda.synchronize()
     elapsed = time.perf_counter() - start
-    samples = a.steps * a.grad_accum * a.batch_size * world
+    samples = (a.steps - a.warmup) * a.grad_accum * a.batch_size * world
     checksum = sum(p.detach().double().sum().item() for p in model.parameters())
     if rank == 0:
         print(json.dumps({"world": world, "grad_accum": a.grad_accum, "steps": a.steps,

@@ -144,6 +144,9 @@ std::optional<TrainFlags> ParseTrainFlags(const std::vector<std::string>& args,
   positive("samples", flags.samples);
   if (flags.layers < 1) problems << "train.bin: --layers must be at least 1\n";
   if (flags.steps < 0) problems << "train.bin: --steps must not be negative\n";
+  if (flags.warmup < 0 || (flags.steps > 0 && flags.warmup >= flags.steps)) {
+    problems << "train.bin: --warmup must be in [0, --steps), got " << flags.warmup << "\n";
+  }
   if (flags.lr <= 0) problems << "train.bin: --lr must be positive\n";
   if (flags.resume && flags.checkpoint_dir.empty()) {
     problems << "train.bin: --resume needs --checkpoint-dir\n";

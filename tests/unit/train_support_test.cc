@@ -43,6 +43,13 @@ TEST(TrainFlags, ReportsAllProblemsAtOnce) {
             "train.bin: --lr must be positive\n");
 }
 
+TEST(TrainFlags, WarmupMustLeaveTimedSteps) {
+  std::string error;
+  EXPECT_FALSE(ParseTrainFlags({"--steps", "20", "--warmup", "20"}, &error));
+  EXPECT_EQ(error, "train.bin: --warmup must be in [0, --steps), got 20\n");
+  EXPECT_TRUE(ParseTrainFlags({"--steps", "21", "--warmup", "20"}, &error)) << error;
+}
+
 TEST(TrainFlags, ResumeNeedsACheckpointDir) {
   std::string error;
   EXPECT_FALSE(ParseTrainFlags({"--resume"}, &error));
