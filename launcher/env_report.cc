@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/json.h"
 #include "common/version.h"
 #include "launcher/config_schema.h"
 #include "launcher/config_writer.h"
@@ -58,32 +59,8 @@ std::string GpuLine(const GpuInfo& gpu) {
                       ", bf16: ", gpu.bf16 ? "yes" : "no");
 }
 
-std::string Json(absl::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppend(&out, "\\u00", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  return out + "\"";
-}
+// Debian's abseil has its own string_view (not std::string_view).
+std::string Json(absl::string_view text) { return JsonQuote({text.data(), text.size()}); }
 
 std::string JsonLibrary(const LibraryVersion& v) {
   return absl::StrCat("{\"found\": ", v.found ? "true" : "false",

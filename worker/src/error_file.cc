@@ -10,38 +10,10 @@
 #include <string>
 
 #include "common/env_contract.h"
+#include "common/json.h"
 
 namespace accel {
 namespace {
-
-std::string JsonEscape(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out;
-}
 
 std::string Rank() {
   const char* rank = std::getenv(env::kRank);
@@ -77,7 +49,7 @@ bool RecordError(const std::string& message) noexcept {
       std::ofstream out(tmp, std::ios::trunc);
       char time[32];
       std::snprintf(time, sizeof(time), "%.3f", now);
-      out << "{\"message\": \"" << JsonEscape(message) << "\", \"time\": " << time
+      out << "{\"message\": " << JsonQuote(message) << ", \"time\": " << time
           << ", \"rank\": " << std::atoi(Rank().c_str()) << "}\n";
       if (!out.flush()) return false;
     }
