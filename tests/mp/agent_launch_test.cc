@@ -94,7 +94,9 @@ TEST_F(LaunchTest, EveryWorkerGetsTheExactEnvironmentContract) {
     EXPECT_EQ(e["ACCELERATE_DEBUG_MODE"], "false");
     EXPECT_EQ(e["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"], "4");
     EXPECT_TRUE(std::regex_match(e["ACCEL_STORE_ENDPOINT"], endpoint)) << e["ACCEL_STORE_ENDPOINT"];
-    EXPECT_TRUE(std::regex_match(e["ACCEL_RDZV_TOKEN"], std::regex("[0-9a-f]{32}")));
+    // rendezvous::GenerateToken: 32 random bytes as hex.
+    EXPECT_TRUE(std::regex_match(e["ACCEL_RDZV_TOKEN"], std::regex("[0-9a-f]{64}")))
+        << e["ACCEL_RDZV_TOKEN"];
     EXPECT_THAT(e["ACCEL_ERROR_FILE"],
                 HasSubstr("/attempt_0/rank_" + std::to_string(rank) + "/error.json"));
     EXPECT_THAT(e["ACCEL_PROGRESS_FILE"], HasSubstr("/rank_" + std::to_string(rank) + "/progress"));
