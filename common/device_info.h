@@ -31,7 +31,7 @@ struct LibraryVersion {
 
 struct DeviceReport {
   std::vector<GpuInfo> gpus;  // visible GPUs (CUDA_VISIBLE_DEVICES applies)
-  std::string gpu_error;      // why there are none, e.g. "cuInit: CUDA driver version is insufficient"
+  std::string gpu_error;  // why there are none, e.g. "cuInit: CUDA driver version is insufficient"
   LibraryVersion cuda_driver;
   LibraryVersion cuda_runtime;
   LibraryVersion cudnn;

@@ -105,7 +105,8 @@ std::vector<KeySpec> MakeSchema() {
       ACCEL_STRING(local_addr, local_addr, false, kWhenNotDefault,
                    "address other machines reach this one at (default: auto)"),
       ACCEL_STRING(log_dir, log_dir, false, kWhenNotDefault,
-                   "write each rank's output to <log_dir>/<run_id>/attempt_<k>/rank_<r>/{stdout,stderr}.log (default: none)"),
+                   "write each rank's output to "
+                   "<log_dir>/<run_id>/attempt_<k>/rank_<r>/{stdout,stderr}.log (default: none)"),
       ACCEL_INT(machine_rank, machine_rank, true, kAlways,
                 "this machine's index, 0 .. num_machines-1 (default 0)"),
       ACCEL_STRING(main_process_ip, main_process_ip, true, kWhenNotDefault,
