@@ -24,10 +24,6 @@ constexpr int kDefaultMainPort = 29500;  // accelerate's and torchrun's default
 
 absl::Duration FromSeconds(double s) { return absl::Milliseconds(static_cast<int64_t>(s * 1000)); }
 
-const char* PrecisionName(MixedPrecision p) {
-  return p == MixedPrecision::kFp16 ? "fp16" : p == MixedPrecision::kBf16 ? "bf16" : "no";
-}
-
 // Blocks until `fd` is readable or a signal arrives on `signals`; a signal ends the launcher
 // (nothing has been spawned while the agent waits here, and a gRPC call cannot be cancelled).
 void WaitOrExitOnSignal(int fd, const SignalFd& signals, const char* what) {
@@ -108,7 +104,7 @@ rendezvous::JoinRequest MakeJoinRequest(const Config& config, const LaunchPlan& 
     request.addresses.push_back(config.local_addr);
   }
   request.config_fingerprint = {
-      {"mixed_precision", PrecisionName(plan.precision)},
+      {"mixed_precision", ToString(plan.precision)},
       {"gradient_accumulation_steps", absl::StrCat(plan.gradient_accumulation_steps)},
       {"max_restarts", absl::StrCat(plan.max_restarts)},
       {"backend", plan.backend},

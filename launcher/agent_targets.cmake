@@ -10,7 +10,7 @@ add_library(accel_launcher_agent_core STATIC
   subprocess.cc
   supervisor.cc
 )
-target_link_libraries(accel_launcher_agent_core PUBLIC accel_common
+target_link_libraries(accel_launcher_agent_core PUBLIC accel_launcher_config_types accel_common
                       absl::status absl::statusor absl::strings absl::str_format absl::time
                       absl::synchronization Threads::Threads)
 accel_warnings(accel_launcher_agent_core)

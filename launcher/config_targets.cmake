@@ -5,7 +5,6 @@ add_library(accel_launcher_config STATIC
   cli.cc
   cli_flags.cc
   cli_main.cc
-  config.cc
   config_loader.cc
   config_netif.cc
   config_resolve.cc
@@ -20,7 +19,7 @@ add_library(accel_launcher_config STATIC
   questionnaire.cc
   scheduler_detect.cc
 )
-target_link_libraries(accel_launcher_config PUBLIC accel_common yaml-cpp CLI11::CLI11 gRPC::grpc++
+target_link_libraries(accel_launcher_config PUBLIC accel_launcher_config_types accel_common yaml-cpp CLI11::CLI11 gRPC::grpc++
                       absl::status absl::statusor absl::strings)
 accel_warnings(accel_launcher_config)
 

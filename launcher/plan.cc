@@ -17,18 +17,6 @@ extern char** environ;  // NOLINT: POSIX
 namespace accel::launcher {
 namespace {
 
-const char* PrecisionName(MixedPrecision precision) {
-  switch (precision) {
-    case MixedPrecision::kFp16:
-      return "fp16";
-    case MixedPrecision::kBf16:
-      return "bf16";
-    case MixedPrecision::kNo:
-      break;
-  }
-  return "no";
-}
-
 // Parses gpu_ids: "all" (every visible GPU) or a comma list such as "0,1,3".
 absl::StatusOr<std::vector<int>> ParseGpuIds(const std::string& gpu_ids, int gpu_count) {
   std::vector<int> ids;
@@ -199,7 +187,7 @@ std::vector<std::string> WorkerEnv(const LaunchPlan& plan, const RendezvousResul
   if (!omp_set && plan.nproc_per_machine > 1) {
     set(env::kOmpNumThreads, 1);
   }
-  set(env::kMixedPrecision, PrecisionName(plan.precision));
+  set(env::kMixedPrecision, ToString(plan.precision));
   set(env::kUseCpu, plan.use_cpu ? "true" : "false");
   set(env::kDebugMode, plan.debug ? "true" : "false");
   set(env::kGradientAccumulationSteps, plan.gradient_accumulation_steps);
@@ -240,7 +228,7 @@ std::string FormatPlan(const LaunchPlan& plan, const std::vector<std::string>& a
           ? ""
           : absl::StrCat(" (CUDA_VISIBLE_DEVICES=", plan.cuda_visible_devices, ")"),
       " backend ", plan.backend, "\n");
-  absl::StrAppend(&out, "  precision:           ", PrecisionName(plan.precision), "\n");
+  absl::StrAppend(&out, "  precision:           ", ToString(plan.precision), "\n");
   absl::StrAppend(&out, "  accumulation steps:  ", plan.gradient_accumulation_steps, "\n");
   absl::StrAppend(&out, "  rendezvous:          ",
                   plan.single_process ? "none (single process)" : plan.rendezvous_endpoint, "\n");
