@@ -14,17 +14,30 @@
 #include <thread>
 #include <vector>
 
-#include "tests/testing/run_command.h"
+#include "absl/strings/str_split.h"
+#include "tests/mp/agent_run_util.h"
 
 namespace accel {
 namespace {
 
-using testing::BuildDir;
-using testing::RunCommand;
-using testing::SourceDir;
+const std::string kLauncher = ACCEL_LAUNCH_PATH;
+const std::string kTrain = TRAIN_BIN_PATH;
 
-std::string Launcher() { return BuildDir() + "/launcher/accel-launch"; }
-std::string Train() { return BuildDir() + "/examples/train.bin"; }
+struct Outcome {
+  int exit_code;
+  std::string output;  // stdout then stderr
+};
+
+// Runs `program` with the space-separated `args` (none of ours contain spaces).
+Outcome RunProgram(const std::string& program, const std::string& args,
+                   const std::function<void(pid_t)>& while_running = nullptr) {
+  std::vector<std::string> argv = {program};
+  for (absl::string_view arg : absl::StrSplit(args, ' ', absl::SkipEmpty())) {
+    argv.emplace_back(arg);
+  }
+  testing::RunResult r = testing::RunCommand(argv, {}, absl::Seconds(120), while_running);
+  return {r.exit_code, r.out + r.err};
+}
 
 // Returns the number after "key": in the last JSON line of `output`, or NaN.
 double JsonNumber(const std::string& output, const std::string& key) {
@@ -46,11 +59,12 @@ std::string TempDir(const std::string& name) {
   return dir.string();
 }
 
-const char kSmall[] = " --input-dim 32 --hidden 64 --layers 3 --classes 4 --samples 512 --lr 0.01";
+const char kSmall[] = "--input-dim 32 --hidden 64 --layers 3 --classes 4 --samples 512 --lr 0.01";
 
 TEST(Train, DefaultConfigTrainsAndLossFallsByHalf) {
-  auto run = RunCommand(Launcher() + " --config_file " + SourceDir() +
-                        "/configs/default_config.yaml " + Train() + kSmall + " --steps 150");
+  Outcome run =
+      RunProgram(kLauncher, "--config_file " ACCEL_SOURCE_DIR "/configs/default_config.yaml " +
+                                kTrain + " " + kSmall + " --steps 150");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("fp16"), std::string::npos) << "the fp16 → fp32 notice\n" << run.output;
   double first = JsonNumber(run.output, "first_loss");
@@ -60,12 +74,12 @@ TEST(Train, DefaultConfigTrainsAndLossFallsByHalf) {
 }
 
 TEST(Train, TwoProcessesTimesAccumulationTwoEqualsOneProcessWithFourTimesTheBatch) {
-  auto ddp =
-      RunCommand(Launcher() + " --use_cpu --num_processes 2 --gradient_accumulation_steps 2 " +
-                 Train() + kSmall + " --batch-size 4 --steps 20 --optimizer sgd");
+  Outcome ddp = RunProgram(
+      kLauncher, "--use_cpu --num_processes 2 --gradient_accumulation_steps 2 " + kTrain + " " +
+                     kSmall + " --batch-size 4 --steps 20 --optimizer sgd");
   ASSERT_EQ(ddp.exit_code, 0) << ddp.output;
-  auto single =
-      RunCommand(Train() + kSmall + " --batch-size 16 --steps 20 --optimizer sgd --grad-accum 1");
+  Outcome single = RunProgram(
+      kTrain, std::string(kSmall) + " --batch-size 16 --steps 20 --optimizer sgd --grad-accum 1");
   ASSERT_EQ(single.exit_code, 0) << single.output;
   EXPECT_EQ(JsonNumber(ddp.output, "world"), 2);
   EXPECT_EQ(JsonNumber(ddp.output, "grad_accum"), 2);
@@ -78,29 +92,22 @@ TEST(Train, TwoProcessesTimesAccumulationTwoEqualsOneProcessWithFourTimesTheBatc
 TEST(Train, ResumeAfterKillMatchesAnUninterruptedRun) {
   const std::string dir = TempDir("resume");
   const std::string args = std::string(kSmall) + " --steps 400 --save-every 10 --checkpoint-dir ";
-  auto whole = RunCommand(Train() + args + dir + "/whole");
+  Outcome whole = RunProgram(kTrain, args + dir + "/whole");
   ASSERT_EQ(whole.exit_code, 0) << whole.output;
 
   // Start the same run, SIGKILL it once a checkpoint exists, then resume it.
   const std::string ckpt = dir + "/killed";
-  pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    std::string command = Train() + args + ckpt + " > " + dir + "/killed.log 2>&1";
-    ::execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!std::filesystem::exists(ckpt) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ::kill(pid, SIGKILL);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "the run finished before it could be killed";
+  Outcome killed = RunProgram(kTrain, args + ckpt, [&](pid_t pid) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!std::filesystem::exists(ckpt) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ::kill(pid, SIGKILL);
+  });
+  ASSERT_EQ(killed.exit_code, 128 + SIGKILL) << "the run finished before it could be killed";
   ASSERT_TRUE(std::filesystem::exists(ckpt));
 
-  auto resumed = RunCommand(Train() + args + ckpt + " --resume");
+  Outcome resumed = RunProgram(kTrain, args + ckpt + " --resume");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
   EXPECT_EQ(JsonNumber(resumed.output, "steps"), 400);
@@ -130,21 +137,22 @@ void WriteIdx(const std::string& images, const std::string& labels, int count) {
 TEST(Train, ReadsIdxDataAndTrainsTheCnn) {
   const std::string dir = TempDir("idx");
   WriteIdx(dir + "/tiny-images-idx3-ubyte", dir + "/tiny-labels-idx1-ubyte", 64);
-  auto run = RunCommand(Train() + " --data " + dir + "/tiny-images-idx3-ubyte --model cnn" +
-                        " --hidden 16 --classes 2 --batch-size 8 --steps 30 --lr 0.01");
+  Outcome run =
+      RunProgram(kTrain, "--data " + dir + "/tiny-images-idx3-ubyte --model cnn" +
+                             " --hidden 16 --classes 2 --batch-size 8 --steps 30 --lr 0.01");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_LT(JsonNumber(run.output, "loss"), 0.1) << run.output;
   std::filesystem::remove_all(dir);
 }
 
 TEST(Train, BadFlagsAndUnreadableDataExitTwoWithAClearMessage) {
-  auto bad = RunCommand(Train() + " --batch-size zero --frobnicate");
+  Outcome bad = RunProgram(kTrain, "--batch-size zero --frobnicate");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("train.bin: bad value 'zero' for --batch-size"), std::string::npos)
       << bad.output;
   EXPECT_NE(bad.output.find("train.bin: unknown flag --frobnicate"), std::string::npos);
 
-  auto missing = RunCommand(Train() + " --data /nonexistent/train-images-idx3-ubyte");
+  Outcome missing = RunProgram(kTrain, "--data /nonexistent/train-images-idx3-ubyte");
   EXPECT_EQ(missing.exit_code, 2) << missing.output;
   EXPECT_NE(
       missing.output.find(

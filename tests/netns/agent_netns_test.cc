@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "launcher/agent_util.h"
 #include "tests/mp/agent_run_util.h"
+#include "tests/testing/files.h"
 
 namespace accel::testing {
 namespace {
@@ -24,13 +25,6 @@ using ::testing::HasSubstr;
 
 const std::string kLauncher = ACCEL_LAUNCH_PATH;
 const std::string kFake = FAKE_WORKER_PATH;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 class NetnsTest : public ::testing::Test {
  protected:

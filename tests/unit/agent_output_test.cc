@@ -15,9 +15,12 @@
 #include "launcher/hang.h"
 #include "launcher/output.h"
 #include "launcher/subprocess.h"
+#include "tests/testing/files.h"
 
 namespace accel::launcher {
 namespace {
+
+using accel::testing::ReadFile;
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -28,13 +31,6 @@ std::string TempDir() {
   char* dir = ::mkdtemp(tmpl.data());
   EXPECT_NE(dir, nullptr);
   return tmpl;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 std::string Drain(int fd) {

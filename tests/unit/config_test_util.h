@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/testing/files.h"
+
 namespace accel::launcher::testing {
 
 // A fresh directory under $TMPDIR, removed with everything in it on destruction.
@@ -41,12 +43,7 @@ class TempDir {
   std::string path_;
 };
 
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using accel::testing::ReadFile;
 
 }  // namespace accel::launcher::testing
 
