@@ -27,9 +27,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "accel/rendezvous/v1/rendezvous.grpc.pb.h"
-#include "rendezvous/auth.h"
-#include "rendezvous/server.h"
-#include "rendezvous/store_client.h"
+#include "rendezvous/grpc/auth.h"
+#include "rendezvous/grpc/server.h"
+#include "rendezvous/grpc/store_client.h"
 
 namespace accel::rendezvous {
 namespace {

@@ -13,9 +13,9 @@
 
 #include "accel/rendezvous/v1/rendezvous.pb.h"
 #include "google/protobuf/stubs/logging.h"
-#include "rendezvous/join_coordinator.h"
-#include "rendezvous/kv_table.h"
-#include "rendezvous/store_handlers.h"
+#include "rendezvous/join/coordinator.h"
+#include "rendezvous/store/handlers.h"
+#include "rendezvous/store/kv_table.h"
 
 namespace accel::rendezvous {
 namespace {

@@ -21,9 +21,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "rendezvous/rendezvous_client.h"
-#include "rendezvous/server.h"
-#include "rendezvous/store_client.h"
+#include "rendezvous/grpc/rendezvous_client.h"
+#include "rendezvous/grpc/server.h"
+#include "rendezvous/grpc/store_client.h"
 
 namespace {
 

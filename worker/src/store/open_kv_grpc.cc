@@ -7,8 +7,8 @@
 
 #include "absl/time/time.h"
 #include "accel/error.h"
-#include "rendezvous/rendezvous_client.h"
-#include "rendezvous/store_client.h"
+#include "rendezvous/grpc/rendezvous_client.h"
+#include "rendezvous/grpc/store_client.h"
 #include "worker/src/store/kv.h"
 
 namespace accel::worker {

@@ -1,0 +1,26 @@
+// The per-machine agent: plan → rendezvous → spawn → supervise → report (DESIGN.md §4).
+#ifndef ACCEL_LAUNCHER_AGENT_AGENT_H_
+#define ACCEL_LAUNCHER_AGENT_AGENT_H_
+
+#include <string>
+#include <vector>
+
+#include "launcher/config/config.h"
+
+namespace accel::launcher {
+
+struct LaunchRequest {
+  Config config;                  // resolved and validated (CLI > env > file > default)
+  std::string config_path;        // where it came from ("" = defaults), for messages
+  std::vector<std::string> argv;  // the program and its arguments, as given
+  bool dry_run = false;           // print the plan and exit 0 without starting anything
+};
+
+// Runs one launch on this machine. Returns the process exit code of DESIGN.md §8:
+// 0 ok · 1 a worker failed (or the root cause's code) · 2 usage/config · 3 rendezvous ·
+// 128+N interrupted by signal N.
+int RunAgent(const LaunchRequest& request);
+
+}  // namespace accel::launcher
+
+#endif  // ACCEL_LAUNCHER_AGENT_AGENT_H_

@@ -1,0 +1,362 @@
+#include "launcher/agent/rendezvous.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/defaults.h"
+#include "common/status_macros.h"
+#include "common/unique_fd.h"
+#include "common/version.h"
+#include "launcher/process/os_util.h"
+#include "rendezvous/grpc/token.h"
+
+namespace accel::launcher {
+namespace {
+
+constexpr int kDefaultMainPort = 29500;  // accelerate's and torchrun's default
+
+absl::Duration FromSeconds(double s) { return absl::Milliseconds(static_cast<int64_t>(s * 1000)); }
+
+// Blocks until `fd` is readable or a signal arrives on `signals`; a signal ends the launcher
+// (nothing has been spawned while the agent waits here, and a gRPC call cannot be cancelled).
+void WaitOrExitOnSignal(int fd, const SignalFd& signals, const char* what) {
+  for (;;) {
+    pollfd fds[2] = {{fd, POLLIN, 0}, {signals.fd(), POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      continue;
+    }
+    if (fds[1].revents != 0) {
+      if (const int sig = signals.Read(); sig != 0) {
+        std::fprintf(stderr, "[accel-launch] interrupted by signal %d while %s\n", sig, what);
+        std::fflush(stderr);
+        std::_Exit(128 + sig);
+      }
+    }
+    if (fds[0].revents != 0) {
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+rendezvous::RootCause ToRootCause(const WorkerFailure& failure) {
+  rendezvous::RootCause cause;
+  cause.machine_rank = failure.machine_rank;
+  cause.hostname = failure.host;
+  cause.rank = failure.rank;
+  cause.exit_code = failure.exit.signal == 0 ? failure.exit.exit_code : 0;
+  cause.signal = failure.exit.signal;
+  cause.message = absl::StrCat("local rank ", failure.local_rank, ", pid ", failure.pid);
+  if (!failure.detail.empty()) {
+    absl::StrAppend(&cause.message, "; ", failure.detail);
+  }
+  if (!failure.error_message.empty()) {
+    absl::StrAppend(&cause.message, "; error file: ", failure.error_message);
+  }
+  if (!failure.stderr_tail.empty()) {
+    absl::StrAppend(&cause.message, "; last stderr: ", failure.stderr_tail.back());
+  }
+  return cause;
+}
+
+WorkerFailure FromRootCause(const rendezvous::RootCause& cause, absl::Time seen) {
+  WorkerFailure f;
+  f.machine_rank = cause.machine_rank;
+  f.host = cause.hostname;
+  f.rank = cause.rank;
+  f.local_rank = -1;
+  f.exit.exit_code = cause.exit_code;
+  f.exit.signal = cause.signal;
+  f.time = seen;
+  f.detail = cause.message;
+  // ToRootCause's message starts "local rank L, pid P": show them in their columns.
+  int local_rank = -1, pid = 0, consumed = 0;
+  if (std::sscanf(cause.message.c_str(), "local rank %d, pid %d%n", &local_rank, &pid, &consumed) ==
+      2) {
+    f.local_rank = local_rank;
+    f.pid = pid;
+    f.detail = cause.message.substr(static_cast<std::size_t>(consumed));
+    if (f.detail.rfind("; ", 0) == 0) {
+      f.detail = f.detail.substr(2);
+    }
+  }
+  return f;
+}
+
+rendezvous::JoinRequest MakeJoinRequest(const Config& config, const LaunchPlan& plan,
+                                        const std::string& host) {
+  rendezvous::JoinRequest request;
+  request.run_id = plan.run_id;
+  request.machine_rank = plan.machine_rank;
+  request.num_machines = plan.num_machines;
+  request.num_processes = plan.world_size;  // after the fewer-GPUs fallback, as the server
+  request.local_processes = plan.nproc_per_machine;
+  request.hostname = host;
+  if (!config.local_addr.empty()) {
+    request.addresses.push_back(config.local_addr);
+  }
+  request.config_fingerprint = {
+      {"mixed_precision", ToString(plan.precision)},
+      {"gradient_accumulation_steps", absl::StrCat(plan.gradient_accumulation_steps)},
+      {"max_restarts", absl::StrCat(plan.max_restarts)},
+      {"backend", plan.backend},
+  };
+  request.accel_version = kVersion;
+  request.device_summary = plan.use_cpu ? "cpu" : absl::StrCat(plan.nproc_per_machine, "x cuda");
+  return request;
+}
+
+absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const Config& config,
+                                                                         const LaunchPlan& plan,
+                                                                         const std::string& host,
+                                                                         bool dry_run) {
+  if (plan.single_process) {
+    return nullptr;
+  }
+  const bool single_machine = plan.num_machines == 1;
+  auto loaded = rendezvous::LoadToken(config.rdzv_token_file);
+  if (!loaded.ok()) {
+    return Annotate(loaded.status(), "rendezvous token");
+  }
+  std::string token = *std::move(loaded);
+  if (token.empty() && single_machine) {
+    auto generated = rendezvous::GenerateToken();
+    if (!generated.ok()) return generated.status();
+    token = *std::move(generated);
+  }
+  const int port = config.main_process_port > 0 ? config.main_process_port : kDefaultMainPort;
+
+  std::unique_ptr<rendezvous::RendezvousServer> server;
+  std::string endpoint;
+  if (single_machine) {
+    endpoint = "127.0.0.1:<free port>";
+  } else {
+    endpoint = absl::StrCat(config.main_process_ip, ":", port);
+  }
+  if (!dry_run && (single_machine || plan.machine_rank == 0)) {
+    rendezvous::ServerOptions options;
+    options.bind_address = single_machine ? "127.0.0.1:0" : absl::StrCat("0.0.0.0:", port);
+    options.advertise_host = single_machine ? "127.0.0.1" : config.main_process_ip;
+    options.num_machines = plan.num_machines;
+    options.num_processes = plan.world_size;
+    options.run_id = plan.run_id;
+    options.token = token;
+    options.tls_cert_path = config.tls_cert_file;
+    options.tls_key_path = config.tls_key_file;
+    options.rdzv_timeout = FromSeconds(config.rdzv_timeout_s);
+    options.strict = config.strict;
+    auto started = rendezvous::RendezvousServer::Start(options);
+    if (!started.ok()) {
+      return Annotate(started.status(),
+                      absl::StrCat("start rendezvous server on ", options.bind_address));
+    }
+    server = *std::move(started);
+    endpoint = single_machine ? server->endpoint() : endpoint;
+  }
+
+  rendezvous::JoinRequest request = MakeJoinRequest(config, plan, host);
+
+  if (dry_run) {
+    return std::make_unique<AgentRendezvous>(nullptr, nullptr, std::move(request), endpoint, token,
+                                             FromSeconds(config.rdzv_timeout_s));
+  }
+  rendezvous::ClientOptions client_options;
+  client_options.endpoint = endpoint;
+  client_options.token = token;
+  client_options.tls_ca_path = config.tls_ca_file;
+  client_options.machine_rank = plan.machine_rank;
+  client_options.run_id = plan.run_id;
+  client_options.hostname = host;
+  auto client = rendezvous::NewGrpcRendezvousClient(client_options);
+  if (!client.ok()) {
+    return Annotate(client.status(), "create rendezvous client");
+  }
+  return std::make_unique<AgentRendezvous>(*std::move(client), std::move(server),
+                                           std::move(request), endpoint, token,
+                                           FromSeconds(config.rdzv_timeout_s));
+}
+
+AgentRendezvous::AgentRendezvous(std::unique_ptr<rendezvous::RendezvousClient> client,
+                                 std::unique_ptr<rendezvous::RendezvousServer> server,
+                                 rendezvous::JoinRequest request, std::string endpoint,
+                                 std::string token, absl::Duration rdzv_timeout)
+    : server_(std::move(server)),
+      client_(std::move(client)),
+      request_(std::move(request)),
+      endpoint_(std::move(endpoint)),
+      token_(std::move(token)),
+      rdzv_timeout_(rdzv_timeout) {}
+
+AgentRendezvous::~AgentRendezvous() {
+  StopWatch();
+  client_.reset();
+  if (server_ != nullptr) {
+    server_->Shutdown();
+  }
+}
+
+absl::StatusOr<RendezvousResult> AgentRendezvous::Join(const SignalFd& signals,
+                                                       AbortChannel& abort) {
+  StopWatch();  // no event of the previous attempt arrives after this
+  abort.Reset();
+  {
+    absl::MutexLock lock(&mu_);
+    event_.reset();
+  }
+  const absl::Time deadline = absl::Now() + rdzv_timeout_ + absl::FromChrono(defaults::kJoinGrace);
+  UniqueFd done(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  absl::StatusOr<rendezvous::JoinResult> joined = absl::UnknownError("join did not run");
+  std::thread joiner([&] {
+    joined = client_->Join(request_, deadline);
+    const std::uint64_t one = 1;
+    (void)!::write(done.get(), &one, sizeof(one));
+  });
+  WaitOrExitOnSignal(done.get(), signals, "waiting for the rendezvous");
+  joiner.join();
+  if (!joined.ok()) {
+    const std::string context = absl::StrCat("join rendezvous at ", endpoint_);
+    if (absl::StartsWith(joined.status().message(), context)) return joined.status();
+    return Annotate(joined.status(), context);  // the real client names it already
+  }
+  for (const std::string& warning : joined->warnings) {
+    std::fprintf(stderr, "[accel-launch] rendezvous warning: %s\n", warning.c_str());
+  }
+  RendezvousResult result;
+  result.base_rank = joined->base_rank;
+  result.world_size = joined->world_size;
+  result.master_addr = joined->master_addr;
+  result.master_port = joined->master_port;
+  result.store_endpoint = joined->store_endpoint;
+  if (request_.num_machines > 1) {
+    for (const rendezvous::MachineEntry& machine : joined->machines) {
+      if (machine.machine_rank == request_.machine_rank) result.local_addr = machine.address;
+    }
+  }
+  result.token = token_;
+  result.attempt = static_cast<int>(joined->attempt);
+  auto status = client_->Watch(
+      joined->attempt, [this, &abort](const rendezvous::Event& event) { OnEvent(event, abort); });
+  if (!status.ok()) {
+    return Annotate(status, "watch rendezvous");
+  }
+  watching_ = true;
+  return result;
+}
+
+void AgentRendezvous::StopWatch() {
+  if (!watching_ || client_ == nullptr) {
+    return;
+  }
+  client_->StopWatch();
+  watching_ = false;
+}
+
+void AgentRendezvous::OnEvent(const rendezvous::Event& event, AbortChannel& abort) {
+  {
+    absl::MutexLock lock(&mu_);
+    event_ = event;
+    event_time_ = absl::Now();
+  }
+  switch (event.kind) {
+    case rendezvous::Event::Kind::kRestart:
+      abort.Abort(absl::StrCat("restart (attempt ", event.attempt, ")"));
+      break;
+    case rendezvous::Event::Kind::kDone:
+      abort.Abort("done");
+      break;
+    case rendezvous::Event::Kind::kServerLost:
+      abort.Abort(absl::StrCat("rendezvous server lost: ", event.root_cause.message));
+      break;
+    case rendezvous::Event::Kind::kAbort:
+      abort.Abort(absl::StrCat("aborted by machine ", event.root_cause.machine_rank, " rank ",
+                               event.root_cause.rank));
+      break;
+  }
+}
+
+void AgentRendezvous::ReportFailure(std::int64_t attempt, const WorkerFailure& failure,
+                                    bool restart) {
+  const rendezvous::RootCause cause = ToRootCause(failure);
+  const absl::Status status =
+      restart ? client_->RequestRestart(attempt, cause) : client_->ReportFailure(attempt, cause);
+  if (!status.ok()) {
+    std::fprintf(stderr, "[accel-launch] report failure to rendezvous: %s\n",
+                 std::string(status.message()).c_str());
+  }
+}
+
+void AgentRendezvous::ReportInterrupted(std::int64_t attempt, int signal) {
+  rendezvous::RootCause cause;
+  cause.machine_rank = request_.machine_rank;
+  cause.hostname = request_.hostname;
+  cause.signal = signal;
+  cause.message = absl::StrCat("launcher on machine ", request_.machine_rank,
+                               " interrupted by signal ", signal);
+  (void)client_->ReportFailure(attempt, cause);
+}
+
+void AgentRendezvous::ReportSpawnFailure(std::int64_t attempt, const absl::Status& error) {
+  rendezvous::RootCause cause;
+  cause.machine_rank = request_.machine_rank;
+  cause.hostname = request_.hostname;
+  cause.exit_code = 1;
+  cause.message = std::string(error.message());
+  (void)client_->ReportFailure(attempt, cause);
+}
+
+int AgentRendezvous::FinishDone(std::int64_t attempt, const SignalFd& signals,
+                                AbortChannel& abort) {
+  if (const absl::Status status = client_->ReportDone(attempt); !status.ok()) {
+    std::fprintf(stderr, "[accel-launch] report done to rendezvous: %s\n",
+                 std::string(status.message()).c_str());
+    return 3;
+  }
+  WaitOrExitOnSignal(abort.fd(), signals, "waiting for the other machines to finish");
+  absl::MutexLock lock(&mu_);
+  if (!event_.has_value() || event_->kind == rendezvous::Event::Kind::kDone) {
+    return 0;
+  }
+  const bool lost = event_->kind == rendezvous::Event::Kind::kServerLost;
+  const std::string report = FormatFailureReport(
+      {FromRootCause(event_->root_cause, event_time_)},
+      lost ? "[accel-launch] local workers finished, but the rendezvous server was lost:"
+           : "[accel-launch] local workers finished, but the job was aborted, root cause:");
+  std::fputs(report.c_str(), stderr);
+  const int code = event_->root_cause.exit_code;
+  return lost ? 3 : (code > 0 && code < 128 ? code : 1);
+}
+
+bool AgentRendezvous::restart_requested() const {
+  absl::MutexLock lock(&mu_);
+  return event_.has_value() && event_->kind == rendezvous::Event::Kind::kRestart;
+}
+
+WorkerFailure AgentRendezvous::RemoteRootCause() const {
+  absl::MutexLock lock(&mu_);
+  if (!event_.has_value()) {
+    return WorkerFailure{};
+  }
+  return FromRootCause(event_->root_cause, event_time_);
+}
+
+int AgentRendezvous::RemoteExitCode() const {
+  absl::MutexLock lock(&mu_);
+  if (!event_.has_value()) {
+    return 1;
+  }
+  if (event_->kind == rendezvous::Event::Kind::kServerLost) {
+    return 3;
+  }
+  const int code = event_->root_cause.exit_code;
+  return code > 0 && code < 128 ? code : 1;
+}
+
+}  // namespace accel::launcher

@@ -1,0 +1,197 @@
+#include "launcher/cli/cli.h"
+
+#include <istream>
+#include <ostream>
+
+#include "absl/strings/str_cat.h"
+#include "common/version.h"
+#include "launcher/cli/flags.h"
+#include "launcher/commands/env_report.h"
+#include "launcher/commands/questionnaire.h"
+#include "launcher/config/resolve.h"
+#include "launcher/config/writer.h"
+
+namespace accel::launcher {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitUsage = 2;
+
+constexpr char kUsage[] =
+    "usage: accel-launch [launch] [options] PROGRAM [ARGS...]\n"
+    "       accel-launch config [--config_file F]          answer questions, write a config\n"
+    "       accel-launch config default [--config_file F]  write the config for this machine\n"
+    "       accel-launch config validate [options]         check the config, print it resolved\n"
+    "       accel-launch env [--json] [--config_file F]    versions, devices, config in effect\n"
+    "       accel-launch --version\n"
+    "Every config key is also an option (--num_processes 2, --mixed_precision fp16, ...);\n"
+    "`accel-launch launch --help` lists them all.\n";
+
+std::vector<std::string> Tail(const std::vector<std::string>& args, size_t from) {
+  return std::vector<std::string>(args.begin() + static_cast<long>(std::min(from, args.size())),
+                                  args.end());
+}
+
+// Parses flags; prints help or the error. Returns -1 to continue, else the exit code.
+int Parse(const FlagSet& set, const std::vector<std::string>& args, const CliContext& context,
+          LaunchArgs* out) {
+  const ParseOutcome outcome = ParseLaunchArgs(set, args, out);
+  if (outcome.kind == ParseOutcome::Kind::kHelp) {
+    *context.out << outcome.text;
+    return kExitOk;
+  }
+  if (outcome.kind == ParseOutcome::Kind::kError) {
+    *context.err << "accel-launch: " << outcome.text << "\n";
+    return kExitUsage;
+  }
+  if (context.init_logging) context.init_logging(out->verbose);
+  return -1;
+}
+
+ResolvedConfig Resolve(const LaunchArgs& args, const CliContext& context) {
+  ResolveOptions options;
+  options.config_file = args.config_file;
+  options.flags = args.flags;
+  options.env = context.env;
+  options.count_gpus = context.count_gpus;
+  options.detect_scheduler = context.detect_scheduler;
+  return ResolveConfig(options);
+}
+
+// Prints notices; with problems prints them all and returns false.
+bool Report(const ResolvedConfig& resolved, const CliContext& context, absl::string_view what) {
+  for (const std::string& notice : resolved.notices) {
+    *context.err << "[accel-launch] " << notice << "\n";
+  }
+  if (resolved.problems.empty()) return true;
+  *context.err << FormatDiagnostics(resolved.problems)
+               << "accel-launch: " << resolved.problems.size()
+               << (resolved.problems.size() == 1 ? " problem" : " problems")
+               << " in the configuration; " << what << "\n";
+  return false;
+}
+
+int Launch(const std::vector<std::string>& args, const CliContext& context) {
+  FlagSet set{"accel-launch launch", "Launch PROGRAM on this machine's share of the job."};
+  LaunchArgs parsed;
+  if (int code = Parse(set, args, context, &parsed); code >= 0) return code;
+  if (parsed.program.empty()) {
+    *context.err << "accel-launch: no program to launch\n" << kUsage;
+    return kExitUsage;
+  }
+  ResolvedConfig resolved = Resolve(parsed, context);
+  if (!Report(resolved, context, "nothing was launched")) return kExitUsage;
+  LaunchRequest request;
+  request.config = std::move(resolved.config);
+  request.config_path = resolved.path;
+  request.argv = std::move(parsed.program);
+  request.dry_run = parsed.dry_run;
+  return context.run_agent(request);
+}
+
+int Validate(const std::vector<std::string>& args, const CliContext& context) {
+  FlagSet set{"accel-launch config validate",
+              "Check the config in effect (file, ACCEL_* variables, options) and print it.",
+              /*program=*/false, /*launch_only=*/false};
+  LaunchArgs parsed;
+  if (int code = Parse(set, args, context, &parsed); code >= 0) return code;
+  const ResolvedConfig resolved = Resolve(parsed, context);
+  if (!Report(resolved, context, "nothing would be launched")) return kExitUsage;
+  *context.out << "ok: "
+               << (resolved.path.empty() ? "no config file, defaults for this machine"
+                                         : resolved.path)
+               << "\n"
+               << FormatResolvedConfig(resolved.config, resolved.sources);
+  return kExitOk;
+}
+
+// Where `config` and `config default` write: --config_file, else accelerate's default path.
+int WriteConfig(const LaunchArgs& parsed, const Config& config, const CliContext& context) {
+  std::string path = parsed.config_file;
+  if (path.empty()) path = AccelerateDefaultConfigPath(context.env);
+  if (path.empty()) {
+    *context.err << "accel-launch: neither HOME nor HF_HOME is set; use --config_file\n";
+    return kExitUsage;
+  }
+  const absl::Status status = WriteConfigFile(path, ToConfigYaml(config));
+  if (!status.ok()) {
+    *context.err << "accel-launch: write config file " << path << ": " << status.message() << "\n";
+    return 1;
+  }
+  *context.out << "accel-launch: configuration saved at " << path << "\n";
+  const ConfigLookup lookup = FindConfigFile("", context.env);
+  if (parsed.config_file.empty() && !lookup.path.empty() && lookup.path != path) {
+    *context.out << "note: " << lookup.path
+                 << " is looked up first and takes precedence over this file\n";
+  }
+  return kExitOk;
+}
+
+int ConfigCommand(const std::vector<std::string>& args, const CliContext& context) {
+  const std::string sub = args.empty() ? "" : args.front();
+  if (sub == "validate") return Validate(Tail(args, 1), context);
+  const bool defaults = sub == "default";
+  FlagSet set{defaults ? "accel-launch config default" : "accel-launch config",
+              defaults ? "Write the config for this machine's hardware without questions."
+                       : "Answer accelerate's questions and write a config file.",
+              /*program=*/false, /*launch_only=*/false};
+  LaunchArgs parsed;
+  if (int code = Parse(set, defaults ? Tail(args, 1) : args, context, &parsed); code >= 0) {
+    return code;
+  }
+  if (!parsed.flags.empty()) {
+    *context.err << "accel-launch: " << set.name << " takes only --config_file\n";
+    return kExitUsage;
+  }
+  if (defaults) {
+    std::string why;
+    const int gpus = context.count_gpus ? context.count_gpus(&why) : 0;
+    Config config = DefaultsForHardware(gpus);
+    config.use_cpu = gpus == 0;  // as `accelerate config default` writes it
+    return WriteConfig(parsed, config, context);
+  }
+  const DeviceReport devices = context.detect_devices ? context.detect_devices() : DeviceReport{};
+  absl::StatusOr<Config> config = RunQuestionnaire(*context.in, *context.out, devices.gpus);
+  if (!config.ok()) {
+    *context.err << "accel-launch: config: " << config.status().message() << "\n";
+    return kExitUsage;
+  }
+  return WriteConfig(parsed, *config, context);
+}
+
+int EnvCommand(const std::vector<std::string>& args, const CliContext& context) {
+  FlagSet set{"accel-launch env", "Print versions, devices and the config in effect.",
+              /*program=*/false, /*launch_only=*/false, /*json=*/true};
+  LaunchArgs parsed;
+  if (int code = Parse(set, args, context, &parsed); code >= 0) return code;
+  const ResolvedConfig resolved = Resolve(parsed, context);
+  const DeviceReport devices = context.detect_devices ? context.detect_devices() : DeviceReport{};
+  const HostFacts host = GatherHostFacts();
+  *context.out << (parsed.json ? FormatEnvReportJson(host, devices, resolved)
+                               : FormatEnvReport(host, devices, resolved));
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunCli(const std::vector<std::string>& args, const CliContext& context) {
+  if (args.empty()) {
+    *context.err << kUsage;
+    return kExitUsage;
+  }
+  const std::string& first = args.front();
+  if (first == "-h" || first == "--help" || first == "help") {
+    *context.out << kUsage;
+    return kExitOk;
+  }
+  if (first == "--version") {
+    *context.out << "accel-launch " << kVersion << "\n";
+    return kExitOk;
+  }
+  if (first == "launch") return Launch(Tail(args, 1), context);
+  if (first == "config") return ConfigCommand(Tail(args, 1), context);
+  if (first == "env") return EnvCommand(Tail(args, 1), context);
+  return Launch(args, context);
+}
+
+}  // namespace accel::launcher

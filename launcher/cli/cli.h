@@ -1,0 +1,47 @@
+// accel-launch's command line: dispatch to launch, config, config default, config validate and
+// env. Main() wires the real process (stdin/stdout/stderr, environment, devices, the agent);
+// RunCli() takes them injected so that every command is unit-testable.
+//
+//   accel-launch [launch] [options] PROGRAM [ARGS...]   launch (DESIGN.md §4)
+//   accel-launch config [--config_file F]               questionnaire, writes a config file
+//   accel-launch config default [--config_file F]       the same without questions
+//   accel-launch config validate [options]              problems, or "ok" + resolved config
+//   accel-launch env [--json] [--config_file F]         versions, devices, config in effect
+//
+// Exit codes (DESIGN.md §8): 0 ok, 2 usage or config error (nothing launched), otherwise the
+// agent's code.
+#ifndef ACCEL_LAUNCHER_CLI_CLI_H_
+#define ACCEL_LAUNCHER_CLI_CLI_H_
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "common/device_info.h"
+#include "launcher/agent/agent.h"
+#include "launcher/config/source.h"
+
+namespace accel::launcher {
+
+struct CliContext {
+  std::istream* in = nullptr;
+  std::ostream* out = nullptr;
+  std::ostream* err = nullptr;
+  EnvLookup env;
+  std::function<int(std::string* why)> count_gpus;
+  std::function<DeviceReport()> detect_devices;
+  std::function<int(const LaunchRequest&)> run_agent;
+  std::function<void(bool verbose)> init_logging;  // called once the flags are parsed
+  bool detect_scheduler = true;
+};
+
+// Runs one command; `args` excludes the binary name. Returns the exit code.
+int RunCli(const std::vector<std::string>& args, const CliContext& context);
+
+// Runs accel-launch in this process: RunCli over the real streams, environment and agent.
+int Main(int argc, char** argv);
+
+}  // namespace accel::launcher
+
+#endif  // ACCEL_LAUNCHER_CLI_CLI_H_

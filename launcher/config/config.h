@@ -1,0 +1,76 @@
+// Config: one launch's settings, accelerate's default_config.yaml schema plus our additions
+// (DESIGN.md §3). A plain struct: every default is written here. Loading, precedence and
+// validation live in config_loader.h; this header has no dependencies beyond the standard library.
+#ifndef ACCEL_LAUNCHER_CONFIG_CONFIG_H_
+#define ACCEL_LAUNCHER_CONFIG_CONFIG_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace accel::launcher {
+
+enum class DistributedType { kNo, kMultiGpu, kMultiCpu };
+enum class MixedPrecision { kNo, kFp16, kBf16 };
+
+struct Config {
+  // --- accelerate's keys, as `accelerate config` writes them ---
+  std::string compute_environment = "LOCAL_MACHINE";
+  DistributedType distributed_type = DistributedType::kNo;
+  MixedPrecision mixed_precision = MixedPrecision::kNo;
+  bool downcast_bf16 = false;
+  int num_machines = 1;
+  int num_processes = 1;  // TOTAL across all machines; per machine = num_processes / num_machines.
+  int machine_rank = 0;
+  std::string main_process_ip;  // required when num_machines > 1
+  int main_process_port = 0;    // 0 = pick a free port (single machine only)
+  std::string rdzv_backend = "static";
+  bool same_network = true;
+  std::string gpu_ids = "all";  // "all" or "0,1,3" → CUDA_VISIBLE_DEVICES
+  bool use_cpu = false;
+  bool debug = false;
+  std::string main_training_function = "main";
+  bool enable_cpu_affinity = false;
+  bool tpu_use_cluster = false;
+  bool tpu_use_sudo = false;
+  // Unsupported sections: accepted when empty, a clear "not supported" error otherwise.
+  bool has_deepspeed_config = false;
+  bool has_fsdp_config = false;
+  bool has_megatron_lm_config = false;
+
+  // --- our additions (documented in README "Config reference") ---
+  int gradient_accumulation_steps = 1;
+  double rdzv_timeout_s = 900;  // how long Join waits for every machine
+  int max_restarts = 0;         // new rendezvous attempts after a worker failure
+  double monitor_interval_s = 0.1;
+  double shutdown_grace_s = 30;   // SIGTERM → grace → SIGKILL
+  std::string log_dir;            // empty: no per-rank log files
+  bool tee = false;               // with log_dir: also print worker output on the console
+  std::string rdzv_token_file;    // file holding the shared rendezvous token
+  std::string local_addr;         // address other machines reach this one at ("" = auto)
+  std::string network_interface;  // interface whose address is local_addr ("" = auto)
+  bool strict = false;            // version mismatch at join is an error, not a warning
+  std::string tls_cert_file;      // optional TLS for the rendezvous server/clients
+  std::string tls_key_file;
+  std::string tls_ca_file;
+  double hang_timeout_s = 0;      // 0 = off; libaccel workers that stop advancing are reported
+  std::vector<int> ranks_filter;  // empty = all ranks on the console
+  std::string run_id;             // empty = generated
+
+  // Per-machine process count (num_processes / num_machines, validated to divide).
+  int processes_per_machine() const { return num_processes / num_machines; }
+};
+
+// Spelling of the enums as in the YAML file.
+const char* ToString(DistributedType type);
+const char* ToString(MixedPrecision precision);
+
+// Parses the YAML spelling (case-insensitive; "no"/"false" for kNo). False when unknown.
+bool ParseDistributedType(std::string_view text, DistributedType* out);
+bool ParseMixedPrecision(std::string_view text, MixedPrecision* out);
+
+}  // namespace accel::launcher
+
+#endif  // ACCEL_LAUNCHER_CONFIG_CONFIG_H_

@@ -1,0 +1,30 @@
+// Loads accelerate's default_config.yaml (plus our keys) onto a Config, recording where each
+// value came from. Every problem in the file is collected, not just the first: malformed YAML
+// (including "key:value" without a space), unknown keys (with "did you mean"), duplicate keys,
+// wrong types and unsupported sections. Cross-field checks live in config_validate.h.
+#ifndef ACCEL_LAUNCHER_CONFIG_LOADER_H_
+#define ACCEL_LAUNCHER_CONFIG_LOADER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "launcher/config/config.h"
+#include "launcher/config/diagnostics.h"
+#include "launcher/config/source.h"
+
+namespace accel::launcher {
+
+// Applies the YAML `text` of the file `path` onto `config`; each key set is recorded in
+// `sources` with its position. Returns every problem found (empty = the file is fine). Keys with
+// a bad value leave `config` unchanged.
+std::vector<Diagnostic> ApplyConfigText(const std::string& path, absl::string_view text,
+                                        Config* config, SourceMap* sources);
+
+// Reads `path` and applies it as ApplyConfigText does; an unreadable file is one problem.
+std::vector<Diagnostic> ApplyConfigFile(const std::string& path, Config* config,
+                                        SourceMap* sources);
+
+}  // namespace accel::launcher
+
+#endif  // ACCEL_LAUNCHER_CONFIG_LOADER_H_

@@ -1,0 +1,231 @@
+#include "launcher/config/schema.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "launcher/config/values.h"
+
+namespace accel::launcher {
+namespace {
+
+using Kind = YamlValue::Kind;
+using values::SetBool;
+using values::SetComputeEnvironment;
+using values::SetDeepspeed;
+using values::SetDistributedType;
+using values::SetDynamo;
+using values::SetFsdp;
+using values::SetGpuIds;
+using values::SetInt;
+using values::SetIpex;
+using values::SetLegacyFp16;
+using values::SetMegatron;
+using values::SetMixedPrecision;
+using values::SetOff;
+using values::SetOtherSection;
+using values::SetRanksFilter;
+using values::SetRdzvBackend;
+using values::SetSeconds;
+using values::SetString;
+
+absl::Status Ignore(const YamlValue&, Config*) { return absl::OkStatus(); }
+
+std::string Bool(bool b) { return b ? "true" : "false"; }
+std::string Seconds(double s) { return absl::StrCat(s); }
+std::string Empty(const Config&) { return ""; }
+
+// clang-format off
+// One table row: the setter and getter are captureless lambdas over `v` (the value) and `c`.
+#define ACCEL_KEY(key, kind, acc, write, help, set_expr, get_expr)                        \
+  KeySpec{#key, KeyKind::kind, acc, WriteMode::write, help,                               \
+          [](const YamlValue& v, [[maybe_unused]] Config* c) -> absl::Status {            \
+            return set_expr;                                                              \
+          },                                                                              \
+          []([[maybe_unused]] const Config& c) -> std::string { return get_expr; }}
+#define ACCEL_BOOL(key, field, acc, write, help) \
+  ACCEL_KEY(key, kBool, acc, write, help, SetBool(v, &c->field), Bool(c.field))
+#define ACCEL_INT(key, field, acc, write, help) \
+  ACCEL_KEY(key, kInt, acc, write, help, SetInt(v, &c->field), absl::StrCat(c.field))
+#define ACCEL_SECONDS(key, field, help)                                                    \
+  ACCEL_KEY(key, kSeconds, false, kWhenNotDefault, help, SetSeconds(v, &c->field),        \
+            Seconds(c.field))
+#define ACCEL_STRING(key, field, acc, write, help) \
+  ACCEL_KEY(key, kString, acc, write, help, SetString(v, &c->field), YamlQuote(c.field))
+#define ACCEL_IGNORED(key, help) \
+  KeySpec{#key, KeyKind::kIgnored, true, WriteMode::kNever, help, Ignore, Empty}
+// clang-format on
+
+std::vector<KeySpec> MakeSchema() {
+  std::vector<KeySpec> keys = {
+      ACCEL_IGNORED(additional_args, "SageMaker only; ignored"),
+      ACCEL_IGNORED(base_job_name, "SageMaker only; ignored"),
+      ACCEL_IGNORED(command_file, "TPU pods only; ignored"),
+      ACCEL_IGNORED(commands, "TPU pods only; ignored"),
+      ACCEL_KEY(compute_environment, kEnum, true, kAlways,
+                "LOCAL_MACHINE (AMAZON_SAGEMAKER is not supported)", SetComputeEnvironment(v, c),
+                c.compute_environment),
+      ACCEL_BOOL(debug, debug, true, kAlways,
+                 "set ACCELERATE_DEBUG_MODE in workers (default false)"),
+      ACCEL_KEY(deepspeed_config, kSection, true, kNever, "DeepSpeed: not supported, must be empty",
+                SetDeepspeed(v, c), std::string(c.has_deepspeed_config ? "(set)" : "{}")),
+      ACCEL_KEY(distributed_type, kEnum, true, kAlways, "NO, MULTI_GPU or MULTI_CPU (default NO)",
+                SetDistributedType(v, c), ToString(c.distributed_type)),
+      ACCEL_KEY(downcast_bf16, kBool, true, kAlways, "TPU only: 'no' or 'yes' (default 'no')",
+                SetBool(v, &c->downcast_bf16), std::string(c.downcast_bf16 ? "'yes'" : "'no'")),
+      ACCEL_KEY(dynamo_backend, kIgnored, true, kNever, "old spelling of dynamo_config; must be NO",
+                SetOff(v, "torch.compile (dynamo_backend)"), ""),
+      ACCEL_KEY(dynamo_config, kSection, true, kNever,
+                "torch.compile: not supported, must be empty or dynamo_backend NO", SetDynamo(v, c),
+                ""),
+      ACCEL_IGNORED(ec2_instance_type, "SageMaker only; ignored"),
+      ACCEL_BOOL(enable_cpu_affinity, enable_cpu_affinity, true, kAlways,
+                 "accepted for compatibility; accel-launch does not pin workers (default false)"),
+      ACCEL_KEY(fp8_config, kSection, true, kNever, "FP8: not supported, must be empty",
+                SetOtherSection(v, "FP8 (fp8_config)"), ""),
+      ACCEL_KEY(fp16, kIgnored, true, kNever,
+                "old accelerate spelling: true = mixed_precision fp16", SetLegacyFp16(v, c), ""),
+      ACCEL_KEY(fsdp_config, kSection, true, kNever, "FSDP: not supported, must be empty",
+                SetFsdp(v, c), std::string(c.has_fsdp_config ? "(set)" : "{}")),
+      ACCEL_KEY(gpu_ids, kList, true, kAlways, "'all' or GPU indices like 0,1 (default all)",
+                SetGpuIds(v, c), c.gpu_ids),
+      ACCEL_INT(gradient_accumulation_steps, gradient_accumulation_steps, false, kWhenNotDefault,
+                "micro-steps per optimizer step, >= 1 (default 1)"),
+      ACCEL_SECONDS(hang_timeout, hang_timeout_s,
+                    "report libaccel workers that stop advancing for this long; 0 = off"),
+      ACCEL_IGNORED(iam_role_name, "SageMaker only; ignored"),
+      ACCEL_IGNORED(image_uri, "SageMaker only; ignored"),
+      ACCEL_KEY(ipex_config, kSection, true, kNever, "IPEX: not supported, must be empty or off",
+                SetIpex(v, c), ""),
+      ACCEL_STRING(local_addr, local_addr, false, kWhenNotDefault,
+                   "address other machines reach this one at (default: auto)"),
+      ACCEL_STRING(log_dir, log_dir, false, kWhenNotDefault,
+                   "write each rank's output to "
+                   "<log_dir>/<run_id>/attempt_<k>/rank_<r>/{stdout,stderr}.log (default: none)"),
+      ACCEL_INT(machine_rank, machine_rank, true, kAlways,
+                "this machine's index, 0 .. num_machines-1 (default 0)"),
+      ACCEL_STRING(main_process_ip, main_process_ip, true, kWhenNotDefault,
+                   "machine 0's address; required when num_machines > 1"),
+      ACCEL_INT(main_process_port, main_process_port, true, kWhenNotDefault,
+                "machine 0's rendezvous port, 0..65535; 0 = a free port (one machine only)"),
+      ACCEL_STRING(main_training_function, main_training_function, true, kAlways,
+                   "accepted for compatibility (default main)"),
+      ACCEL_INT(max_restarts, max_restarts, false, kWhenNotDefault,
+                "new rendezvous attempts after a worker failure, >= 0 (default 0)"),
+      ACCEL_KEY(megatron_lm_config, kSection, true, kNever,
+                "Megatron-LM: not supported, must be empty", SetMegatron(v, c),
+                std::string(c.has_megatron_lm_config ? "(set)" : "{}")),
+      ACCEL_KEY(mixed_precision, kEnum, true, kAlways, "no, fp16 or bf16 (default no)",
+                SetMixedPrecision(v, c), YamlQuote(ToString(c.mixed_precision))),
+      ACCEL_SECONDS(monitor_interval, monitor_interval_s,
+                    "how often workers are polled, seconds (default 0.1)"),
+      ACCEL_KEY(mpirun_config, kSection, true, kNever,
+                "mpirun launch: not supported, must be empty (run mpirun ... accel-launch)",
+                SetOtherSection(v, "mpirun launch (mpirun_config)"), ""),
+      ACCEL_STRING(network_interface, network_interface, false, kWhenNotDefault,
+                   "interface whose IPv4 address becomes local_addr when that is unset"),
+      ACCEL_INT(num_machines, num_machines, true, kAlways, "number of machines, >= 1 (default 1)"),
+      ACCEL_INT(num_processes, num_processes, true, kAlways,
+                "TOTAL processes over all machines, >= 1, divisible by num_machines (default 1)"),
+      ACCEL_KEY(parallelism_config, kSection, true, kNever, "not supported, must be empty",
+                SetOtherSection(v, "parallelism_config"), ""),
+      ACCEL_IGNORED(profile, "SageMaker only; ignored"),
+      ACCEL_IGNORED(py_version, "SageMaker only; ignored"),
+      ACCEL_IGNORED(pytorch_version, "SageMaker only; ignored"),
+      ACCEL_KEY(ranks_filter, kList, false, kWhenNotDefault,
+                "ranks whose output reaches the console, like 0,1 (default: all)",
+                SetRanksFilter(v, c), absl::StrJoin(c.ranks_filter, ",")),
+      ACCEL_KEY(rdzv_backend, kEnum, true, kAlways, "static (default; c10d accepted as the same)",
+                SetRdzvBackend(v, c), c.rdzv_backend),
+      ACCEL_SECONDS(rdzv_timeout, rdzv_timeout_s,
+                    "how long machines wait for each other at rendezvous, seconds (default 900)"),
+      ACCEL_STRING(rdzv_token_file, rdzv_token_file, false, kWhenNotDefault,
+                   "file holding the shared rendezvous token (default: generated)"),
+      ACCEL_IGNORED(region, "SageMaker only; ignored"),
+      ACCEL_STRING(run_id, run_id, false, kNever,
+                   "job id shared by all machines (default: generated)"),
+      ACCEL_BOOL(same_network, same_network, true, kAlways,
+                 "accepted for compatibility; rendezvous works either way (default true)"),
+      ACCEL_IGNORED(sagemaker_inputs_file, "SageMaker only; ignored"),
+      ACCEL_IGNORED(sagemaker_metrics_file, "SageMaker only; ignored"),
+      ACCEL_SECONDS(shutdown_grace, shutdown_grace_s,
+                    "SIGTERM → this many seconds → SIGKILL when stopping workers (default 30)"),
+      ACCEL_BOOL(strict, strict, false, kWhenNotDefault,
+                 "version mismatch between machines is an error (default false: warning)"),
+      ACCEL_BOOL(tee, tee, false, kWhenNotDefault,
+                 "with log_dir, also print worker output on the console (default false)"),
+      ACCEL_STRING(tls_ca_file, tls_ca_file, false, kWhenNotDefault, "TLS CA for rendezvous"),
+      ACCEL_STRING(tls_cert_file, tls_cert_file, false, kWhenNotDefault,
+                   "TLS certificate for rendezvous"),
+      ACCEL_STRING(tls_key_file, tls_key_file, false, kWhenNotDefault, "TLS key for rendezvous"),
+      ACCEL_KEY(tp_config, kSection, true, kNever,
+                "tensor parallelism: not supported, must be empty",
+                SetOtherSection(v, "tensor parallelism (tp_config)"), ""),
+      ACCEL_KEY(tpu_env, kIgnored, true, kAlways, "TPU pods only; ignored", Ignore(v, c),
+                std::string("[]")),
+      ACCEL_IGNORED(tpu_name, "TPU pods only; ignored"),
+      ACCEL_BOOL(tpu_use_cluster, tpu_use_cluster, true, kAlways, "TPU pods only (default false)"),
+      ACCEL_BOOL(tpu_use_sudo, tpu_use_sudo, true, kAlways, "TPU pods only (default false)"),
+      ACCEL_IGNORED(tpu_vm, "TPU pods only; ignored"),
+      ACCEL_IGNORED(tpu_zone, "TPU pods only; ignored"),
+      ACCEL_IGNORED(transformers_version, "SageMaker only; ignored"),
+      ACCEL_BOOL(use_cpu, use_cpu, true, kAlways,
+                 "run on CPU even when GPUs exist (default false)"),
+      ACCEL_KEY(use_mps_device, kIgnored, true, kNever, "Apple MPS: accepted when false",
+                SetOff(v, "Apple MPS (use_mps_device)"), ""),
+  };
+  return keys;
+}
+
+}  // namespace
+
+const std::vector<KeySpec>& Schema() {
+  static const std::vector<KeySpec>* const keys = new std::vector<KeySpec>(MakeSchema());
+  return *keys;
+}
+
+const KeySpec* FindKey(absl::string_view name) {
+  std::string normalized(name);
+  std::replace(normalized.begin(), normalized.end(), '-', '_');
+  for (const KeySpec& key : Schema()) {
+    if (key.name == normalized) return &key;
+  }
+  return nullptr;
+}
+
+std::vector<absl::string_view> KeyNames() {
+  std::vector<absl::string_view> names;
+  for (const KeySpec& key : Schema()) names.push_back(key.name);
+  return names;
+}
+
+std::string EnvVarName(absl::string_view key) {
+  return absl::StrCat("ACCEL_", absl::AsciiStrToUpper(key));
+}
+
+std::string YamlQuote(absl::string_view value) {
+  static const std::vector<absl::string_view> kReserved = {"y",     "n",  "yes", "no",   "true",
+                                                           "false", "on", "off", "null", "~"};
+  bool quote = value.empty();
+  for (absl::string_view word : kReserved) quote = quote || absl::EqualsIgnoreCase(value, word);
+  double number = 0;
+  quote = quote || absl::SimpleAtod(value, &number);
+  quote = quote || absl::StrContains(value, ": ") || absl::StrContains(value, " #") ||
+          value.front() == ' ' || value.back() == ' ' ||
+          absl::string_view("!&*-?[]{},|>'\"%@`#:").find(value.front()) != absl::string_view::npos;
+  if (!quote) return std::string(value);
+  std::string out = "'";
+  for (char ch : value) {
+    out.push_back(ch);
+    if (ch == '\'') out.push_back('\'');
+  }
+  out.push_back('\'');
+  return out;
+}
+
+}  // namespace accel::launcher

@@ -1,0 +1,93 @@
+#include "launcher/config/writer.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+#include "launcher/config/schema.h"
+
+namespace accel::launcher {
+namespace {
+
+absl::Status MakeDirs(const std::string& dir) {
+  if (dir.empty()) return absl::OkStatus();
+  struct stat st;
+  if (stat(dir.c_str(), &st) == 0) return absl::OkStatus();
+  const size_t slash = dir.find_last_of('/');
+  if (slash != std::string::npos && slash > 0) {
+    absl::Status parent = MakeDirs(dir.substr(0, slash));
+    if (!parent.ok()) return parent;
+  }
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("create directory ", dir));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string ToConfigYaml(const Config& config) {
+  const Config defaults;
+  std::string out;
+  for (const KeySpec& spec : Schema()) {
+    const std::string value = spec.get(config);
+    const bool write = spec.write == WriteMode::kAlways ||
+                       (spec.write == WriteMode::kWhenNotDefault && value != spec.get(defaults));
+    if (write) absl::StrAppend(&out, spec.name, ": ", value, "\n");
+  }
+  return out;
+}
+
+std::string FormatResolvedConfig(const Config& config, const SourceMap& sources) {
+  std::string out;
+  for (const KeySpec& spec : Schema()) {
+    if (spec.kind == KeyKind::kIgnored || spec.kind == KeyKind::kSection) continue;
+    auto it = sources.find(std::string(spec.name));
+    const std::string origin = it == sources.end() ? "default" : DescribeOrigin(it->second);
+    std::string value = spec.get(config);
+    if (value.empty()) value = "''";
+    absl::StrAppend(&out, "  ", spec.name, ": ", value, "  # ", origin, "\n");
+  }
+  return out;
+}
+
+absl::Status WriteConfigFile(const std::string& path, const std::string& text) {
+  const size_t slash = path.find_last_of('/');
+  if (slash != std::string::npos) {
+    absl::Status dirs = MakeDirs(path.substr(0, slash));
+    if (!dirs.ok()) return dirs;
+  }
+  const std::string temp = absl::StrCat(path, ".tmp.", getpid());
+  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("create ", temp));
+  size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      close(fd);
+      unlink(temp.c_str());
+      return absl::ErrnoToStatus(err, absl::StrCat("write ", temp));
+    }
+    written += static_cast<size_t>(n);
+  }
+  const int sync_error = fsync(fd) != 0 ? errno : 0;
+  const int close_error = close(fd) != 0 ? errno : 0;
+  if (sync_error != 0 || close_error != 0) {
+    const int err = sync_error != 0 ? sync_error : close_error;
+    unlink(temp.c_str());
+    return absl::ErrnoToStatus(err, absl::StrCat("write ", temp));
+  }
+  if (rename(temp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    unlink(temp.c_str());
+    return absl::ErrnoToStatus(err, absl::StrCat("rename ", temp, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace accel::launcher

@@ -1,4 +1,0 @@
-// accel-launch: a thin main over the launcher library (STYLE.md rule 13).
-#include "launcher/cli.h"
-
-int main(int argc, char** argv) { return accel::launcher::Main(argc, argv); }

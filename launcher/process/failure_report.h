@@ -1,0 +1,50 @@
+// Failure report: which workers failed, root cause (the earliest failure) first.
+#ifndef ACCEL_LAUNCHER_PROCESS_FAILURE_REPORT_H_
+#define ACCEL_LAUNCHER_PROCESS_FAILURE_REPORT_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "launcher/process/subprocess.h"
+
+namespace accel::launcher {
+
+struct WorkerFailure {
+  int machine_rank = 0;
+  std::string host;
+  int rank = 0;
+  int local_rank = 0;
+  pid_t pid = 0;
+  ExitStatus exit;
+  absl::Time time = absl::InfinitePast();  // when the launcher saw it end (wall clock)
+  std::string error_message;               // ACCEL_ERROR_FILE's "message", if written
+  std::string detail;                      // e.g. "stalled at step 12 for 5s" (hang detection)
+  std::vector<std::string> stderr_tail;    // last lines of its stderr, oldest first
+};
+
+// Returns the "message" of the JSON error file {message, time, rank} at `path`, or "" when the
+// file is absent, empty or has no message.
+std::string ReadErrorFileMessage(const std::string& path);
+
+// Returns the JSON string value of `key` in the flat JSON object `json`, or "" when absent.
+std::string JsonStringField(absl::string_view json, absl::string_view key);
+
+// Sorts `failures` by time, root cause first.
+void SortRootCauseFirst(std::vector<WorkerFailure>* failures);
+
+// Returns the report table for failures sorted root cause first; `title` heads it.
+std::string FormatFailureReport(const std::vector<WorkerFailure>& failures,
+                                absl::string_view title);
+
+// Returns the launcher's exit code for a job whose root cause is `root` (DESIGN.md §8): the
+// worker's own non-zero exit code, or 1 when it was killed by a signal (128+N stays reserved for
+// the launcher itself being interrupted).
+int ExitCodeFor(const WorkerFailure& root);
+
+}  // namespace accel::launcher
+
+#endif  // ACCEL_LAUNCHER_PROCESS_FAILURE_REPORT_H_

@@ -1,0 +1,187 @@
+#include "launcher/process/output.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "launcher/process/subprocess.h"
+
+namespace accel::launcher {
+namespace {
+
+constexpr std::size_t kReadChunk = std::size_t{64} * 1024;
+constexpr std::size_t kMaxLine =
+    std::size_t{64} * 1024;  // longer lines are cut, so memory stays bounded
+constexpr std::size_t kMaxTailLine = 1024;
+
+void WriteAll(int fd, const char* data, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      return;  // console gone or log disk full: output is best effort
+    }
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+}
+
+absl::StatusOr<UniqueFd> OpenLog(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd.valid()) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("open log ", path));
+  }
+  return fd;
+}
+
+}  // namespace
+
+absl::Status MakeDirs(const std::string& path) {
+  for (std::size_t pos = 1; pos <= path.size(); ++pos) {
+    if (pos != path.size() && path[pos] != '/') {
+      continue;
+    }
+    const std::string prefix = path.substr(0, pos);
+    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::ErrnoToStatus(errno, absl::StrCat("create directory ", prefix));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<WorkerPipes> OutputRouter::AddWorker(int rank) {
+  const bool console =
+      options_.console && (options_.ranks_filter.empty() ||
+                           std::find(options_.ranks_filter.begin(), options_.ranks_filter.end(),
+                                     rank) != options_.ranks_filter.end());
+  std::string rank_dir;
+  if (!options_.attempt_dir.empty()) {
+    rank_dir = absl::StrCat(options_.attempt_dir, "/rank_", rank);
+    if (auto status = MakeDirs(rank_dir); !status.ok()) {
+      return status;
+    }
+  }
+  WorkerPipes out;
+  for (int i = 0; i < 2; ++i) {
+    auto pipe = MakePipe();
+    if (!pipe.ok()) {
+      return pipe.status();
+    }
+    auto stream = std::make_unique<Stream>();
+    stream->rank = rank;
+    stream->is_stderr = i == 1;
+    stream->console = console;
+    stream->read_fd = std::move(pipe->first);
+    ::fcntl(stream->read_fd.get(), F_SETFL, O_NONBLOCK);
+    if (!rank_dir.empty()) {
+      auto log = OpenLog(absl::StrCat(rank_dir, i == 0 ? "/stdout.log" : "/stderr.log"));
+      if (!log.ok()) {
+        return log.status();
+      }
+      stream->log_fd = *std::move(log);
+    }
+    (i == 0 ? out.stdout_write : out.stderr_write) = std::move(pipe->second);
+    const int key = stream->read_fd.get();
+    streams_[key] = std::move(stream);
+  }
+  return out;
+}
+
+void OutputRouter::AppendPollFds(std::vector<pollfd>* fds) const {
+  for (const auto& [fd, stream] : streams_) {
+    fds->push_back(pollfd{fd, POLLIN, 0});
+  }
+}
+
+void OutputRouter::OnReadable(int fd) {
+  auto it = streams_.find(fd);
+  if (it == streams_.end()) {
+    return;
+  }
+  Stream& stream = *it->second;
+  char buffer[kReadChunk];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0 && errno == EAGAIN) {
+      return;
+    }
+    if (n <= 0) {  // end of file or a broken pipe: flush and forget the stream
+      Emit(stream, nullptr, 0, /*flush_partial=*/true);
+      streams_.erase(it);
+      return;
+    }
+    Emit(stream, buffer, static_cast<std::size_t>(n), /*flush_partial=*/false);
+    if (static_cast<std::size_t>(n) < sizeof(buffer)) {
+      return;
+    }
+  }
+}
+
+void OutputRouter::CloseAll() {
+  for (auto& [fd, stream] : streams_) {
+    Emit(*stream, nullptr, 0, /*flush_partial=*/true);
+  }
+  streams_.clear();
+}
+
+std::vector<std::string> OutputRouter::StderrTail(int rank) const {
+  auto it = tails_.find(rank);
+  if (it == tails_.end()) {
+    return {};
+  }
+  return {it->second.begin(), it->second.end()};
+}
+
+void OutputRouter::Emit(Stream& stream, const char* data, std::size_t size, bool flush_partial) {
+  if (size > 0 && stream.log_fd.valid()) {
+    WriteAll(stream.log_fd.get(), data, size);
+  }
+  stream.partial.append(data, size);
+  const std::string prefix = absl::StrCat("[rank ", stream.rank, "] ");
+  std::string console;
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t end = stream.partial.find('\n', start);
+    const bool cut = end == std::string::npos && stream.partial.size() - start >= kMaxLine;
+    const bool last = end == std::string::npos && flush_partial && start < stream.partial.size();
+    if (end == std::string::npos && !cut && !last) {
+      break;
+    }
+    if (end == std::string::npos) {
+      end = cut ? start + kMaxLine : stream.partial.size();
+    }
+    const absl::string_view line(stream.partial.data() + start, end - start);
+    if (stream.console) {
+      absl::StrAppend(&console, prefix, line, "\n");
+    }
+    if (stream.is_stderr) {
+      KeepTail(stream.rank, line);
+    }
+    start = end < stream.partial.size() && stream.partial[end] == '\n' ? end + 1 : end;
+  }
+  stream.partial.erase(0, start);
+  if (!console.empty()) {
+    WriteAll(stream.is_stderr ? options_.console_stderr : options_.console_stdout, console.data(),
+             console.size());
+  }
+}
+
+void OutputRouter::KeepTail(int rank, absl::string_view line) {
+  auto& tail = tails_[rank];
+  tail.emplace_back(line.substr(0, kMaxTailLine));
+  while (tail.size() > options_.tail_lines) {
+    tail.pop_front();
+  }
+}
+
+}  // namespace accel::launcher

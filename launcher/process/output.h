@@ -1,0 +1,84 @@
+// Output: every worker's stdout and stderr arrive through pipes and leave as whole lines.
+//
+// Console lines are prefixed "[rank r] " and written with one write() per batch of complete
+// lines by the single thread that owns the router, so lines never interleave mid-line. With a
+// log directory each stream is also copied byte for byte to
+// <attempt_dir>/rank_<r>/{stdout,stderr}.log. The last lines of each stderr are kept for the
+// failure report. Not thread-safe: owned by the supervisor's event loop.
+#ifndef ACCEL_LAUNCHER_PROCESS_OUTPUT_H_
+#define ACCEL_LAUNCHER_PROCESS_OUTPUT_H_
+
+#include <poll.h>
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/unique_fd.h"
+
+namespace accel::launcher {
+
+struct OutputOptions {
+  std::string attempt_dir;        // "" = no log files; else <log_dir>/<run_id>/attempt_<k>
+  bool console = true;            // print worker lines on the launcher's console
+  std::vector<int> ranks_filter;  // empty = every rank on the console
+  int console_stdout = 1;         // where worker stdout lines go
+  int console_stderr = 2;         // where worker stderr lines go
+  std::size_t tail_lines = 20;    // stderr lines kept per rank for the report
+};
+
+// The child's ends of one worker's pipes; close them after Spawn.
+struct WorkerPipes {
+  UniqueFd stdout_write;
+  UniqueFd stderr_write;
+};
+
+// Creates every directory of `path` that is missing (mode 0755).
+absl::Status MakeDirs(const std::string& path);
+
+class OutputRouter {
+ public:
+  explicit OutputRouter(OutputOptions options) : options_(std::move(options)) {}
+
+  // Creates the pipes (and log files) of global rank `rank`.
+  absl::StatusOr<WorkerPipes> AddWorker(int rank);
+
+  // Appends a POLLIN entry for every pipe still open.
+  void AppendPollFds(std::vector<pollfd>* fds) const;
+  // Returns true when `fd` is one of the router's pipes.
+  bool Owns(int fd) const { return streams_.count(fd) != 0; }
+  // Reads what `fd` has (never blocks); at end of file flushes its last partial line and closes.
+  void OnReadable(int fd);
+  // Returns true when every pipe reached end of file.
+  bool AllClosed() const { return streams_.empty(); }
+  // Flushes partial lines and closes every pipe (used when a drain deadline runs out).
+  void CloseAll();
+
+  // Returns the last stderr lines of `rank` (oldest first).
+  std::vector<std::string> StderrTail(int rank) const;
+
+ private:
+  struct Stream {
+    int rank = 0;
+    bool is_stderr = false;
+    bool console = true;
+    UniqueFd read_fd;
+    UniqueFd log_fd;
+    std::string partial;  // bytes after the last newline
+  };
+
+  void Emit(Stream& stream, const char* data, std::size_t size, bool flush_partial);
+  void KeepTail(int rank, absl::string_view line);
+
+  OutputOptions options_;
+  std::map<int, std::unique_ptr<Stream>> streams_;  // by read fd
+  std::map<int, std::deque<std::string>> tails_;    // by rank
+};
+
+}  // namespace accel::launcher
+
+#endif  // ACCEL_LAUNCHER_PROCESS_OUTPUT_H_

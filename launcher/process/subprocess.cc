@@ -1,0 +1,237 @@
+#include "launcher/process/subprocess.h"
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace accel::launcher {
+namespace {
+
+// Returns 0 when `path` is an executable regular file, else the errno that describes why not.
+int CheckExecutable(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return errno;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    return EISDIR;
+  }
+  if (::access(path.c_str(), X_OK) != 0) {
+    return errno;
+  }
+  return 0;
+}
+
+int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+// Child side of Spawn: async-signal-safe calls only, never returns.
+[[noreturn]] void ExecChild(const char* path, char* const* argv, char* const* envp,
+                            const int (&fds)[3], const sigset_t* mask, pid_t parent, int error_fd) {
+  ::setpgid(0, 0);
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) {
+    _exit(127);  // the launcher is already gone
+  }
+  for (int target = 0; target <= 2; ++target) {
+    const int fd = fds[target];
+    if (fd < 0) {
+      continue;
+    }
+    if (fd == target) {
+      ::fcntl(fd, F_SETFD, 0);
+    } else if (::dup2(fd, target) < 0) {
+      const int err = errno;
+      (void)!::write(error_fd, &err, sizeof(err));
+      _exit(127);
+    }
+  }
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  ::sigaction(SIGPIPE, &dfl, nullptr);
+  sigset_t empty;
+  ::sigemptyset(&empty);
+  ::sigprocmask(SIG_SETMASK, mask != nullptr ? mask : &empty, nullptr);
+  ::execve(path, argv, envp);
+  const int err = errno;
+  (void)!::write(error_fd, &err, sizeof(err));
+  _exit(127);
+}
+
+std::vector<char*> CStrings(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (const std::string& s : strings) {
+    out.push_back(const_cast<char*>(s.c_str()));
+  }
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ResolveProgram(absl::string_view program, absl::string_view path_env) {
+  if (program.empty()) {
+    return absl::InvalidArgumentError("resolve program: no program given");
+  }
+  if (program.find('/') != absl::string_view::npos) {
+    std::string path(program);
+    if (int err = CheckExecutable(path); err != 0) {
+      return absl::ErrnoToStatus(err, absl::StrCat("resolve program ", path));
+    }
+    return path;
+  }
+  if (path_env.empty()) {
+    path_env = "/usr/local/bin:/usr/bin:/bin";
+  }
+  int first_error = ENOENT;
+  for (absl::string_view dir : absl::StrSplit(path_env, ':')) {
+    std::string candidate = absl::StrCat(dir.empty() ? "." : dir, "/", program);
+    const int err = CheckExecutable(candidate);
+    if (err == 0) {
+      return candidate;
+    }
+    if (err != ENOENT && err != ENOTDIR && first_error == ENOENT) {
+      first_error = err;
+    }
+  }
+  return absl::ErrnoToStatus(first_error,
+                             absl::StrCat("resolve program ", program, " (searched PATH)"));
+}
+
+std::string DescribeExit(const ExitStatus& status) {
+  if (status.signal > 0) {
+    const char* abbrev = ::sigabbrev_np(status.signal);
+    return absl::StrCat("signal ", status.signal, " (SIG", abbrev != nullptr ? abbrev : "?", ")");
+  }
+  return absl::StrCat("exit code ", status.exit_code);
+}
+
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)),
+      pidfd_(std::move(other.pidfd_)),
+      status_(other.status_) {}
+
+ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
+  if (this != &other) {
+    KillAndReap();
+    pid_ = std::exchange(other.pid_, -1);
+    pidfd_ = std::move(other.pidfd_);
+    status_ = other.status_;
+  }
+  return *this;
+}
+
+ChildProcess::~ChildProcess() { KillAndReap(); }
+
+void ChildProcess::KillAndReap() {
+  if (!running()) {
+    return;
+  }
+  SignalGroup(SIGKILL);
+  int wstatus = 0;
+  while (::waitpid(pid_, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+}
+
+void ChildProcess::SignalGroup(int signal) const {
+  if (!running()) {
+    return;
+  }
+  if (::kill(-pid_, signal) != 0) {
+    ::kill(pid_, signal);  // group gone: the child itself
+  }
+}
+
+void ChildProcess::KillGroupRemnants() const {
+  if (pid_ > 0 && status_.has_value()) {
+    ::kill(-pid_, SIGKILL);
+  }
+}
+
+bool ChildProcess::TryReap() {
+  if (!running()) {
+    return status_.has_value();
+  }
+  int wstatus = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &wstatus, WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r == 0) {
+    return false;
+  }
+  ExitStatus status;
+  if (r < 0) {
+    status.exit_code = 255;  // ECHILD: someone else reaped it; treat as failed
+  } else if (WIFSIGNALED(wstatus)) {
+    status.signal = WTERMSIG(wstatus);
+  } else {
+    status.exit_code = WEXITSTATUS(wstatus);
+  }
+  status_ = status;
+  pidfd_.reset();
+  return true;
+}
+
+absl::StatusOr<std::pair<UniqueFd, UniqueFd>> MakePipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return absl::ErrnoToStatus(errno, "create pipe");
+  }
+  return std::make_pair(UniqueFd(fds[0]), UniqueFd(fds[1]));
+}
+
+absl::StatusOr<ChildProcess> Spawn(const SpawnSpec& spec) {
+  std::vector<char*> argv = CStrings(spec.argv);
+  std::vector<char*> envp = CStrings(spec.env);
+  auto error_pipe = MakePipe();
+  if (!error_pipe.ok()) {
+    return error_pipe.status();
+  }
+  const int fds[3] = {spec.stdin_fd, spec.stdout_fd, spec.stderr_fd};
+  const pid_t parent = ::getpid();
+  // _Fork (glibc >= 2.34) runs no atfork handlers: nothing of gRPC's or anyone's runs in the child.
+  const pid_t pid = ::_Fork();
+  if (pid < 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("spawn ", spec.label, ": fork"));
+  }
+  if (pid == 0) {
+    ExecChild(spec.path.c_str(), argv.data(), envp.data(), fds, spec.child_mask, parent,
+              error_pipe->second.get());
+  }
+  ::setpgid(pid, pid);  // also here, so the group exists before we ever signal it
+  ChildProcess child;
+  child.pid_ = pid;
+  error_pipe->second.reset();
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(error_pipe->first.get(), &child_errno, sizeof(child_errno));
+  } while (n < 0 && errno == EINTR);
+  if (n == sizeof(child_errno)) {
+    int wstatus = 0;
+    while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
+    child.pid_ = -1;
+    return absl::ErrnoToStatus(child_errno,
+                               absl::StrCat("spawn ", spec.label, ": execve ", spec.path));
+  }
+  child.pidfd_.reset(PidfdOpen(pid));
+  if (!child.pidfd_.valid()) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("spawn ", spec.label, ": pidfd_open"));
+  }
+  return child;
+}
+
+}  // namespace accel::launcher

@@ -1,0 +1,103 @@
+// Supervisor: spawns one attempt's workers, watches them without busy polling (one poll over
+// pidfds, output pipes, the launcher's signalfd and an abort eventfd), and tears the group down
+// all-or-nothing: SIGTERM to every process group → shutdown_grace → SIGKILL → reap.
+//
+// Run blocks until every worker has been reaped and its output drained (bounded by the grace
+// and a short drain deadline once a teardown starts). It must run on the long-lived thread that
+// forks (PR_SET_PDEATHSIG follows the forking thread).
+#ifndef ACCEL_LAUNCHER_PROCESS_SUPERVISOR_H_
+#define ACCEL_LAUNCHER_PROCESS_SUPERVISOR_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/unique_fd.h"
+#include "launcher/process/failure_report.h"
+#include "launcher/process/output.h"
+#include "launcher/process/signals.h"
+#include "launcher/process/subprocess.h"
+#include "launcher/process/worker_files.h"
+
+namespace accel::launcher {
+
+// A stop request from another thread (the rendezvous watcher): wakes the supervisor's poll
+// through an eventfd. Thread-safe.
+class AbortChannel {
+ public:
+  static absl::StatusOr<std::unique_ptr<AbortChannel>> Create();
+
+  // Asks the supervisor to stop the workers; the first reason wins.
+  void Abort(std::string reason);
+  // Readable (POLLIN) once Abort was called.
+  int fd() const { return fd_.get(); }
+  // Returns the reason given to Abort ("" = none).
+  std::string reason() const;
+  // Forgets a previous Abort (before a new attempt).
+  void Reset();
+
+ private:
+  AbortChannel() = default;
+  UniqueFd fd_;
+  mutable absl::Mutex mu_;
+  std::string reason_ ABSL_GUARDED_BY(mu_);
+};
+
+struct SupervisorOptions {
+  int machine_rank = 0;
+  std::string host;
+  absl::Duration shutdown_grace = absl::Seconds(30);
+  absl::Duration monitor_interval = absl::Milliseconds(100);  // hang checks
+  absl::Duration hang_timeout = absl::ZeroDuration();         // zero = off
+  absl::Duration drain_timeout = absl::Seconds(2);  // output still open after all are reaped
+};
+
+struct WorkerLaunch {
+  int rank = 0;
+  int local_rank = 0;
+  SpawnSpec spec;  // stdout/stderr fds are filled in by the supervisor
+  WorkerFiles files;
+};
+
+enum class AttemptEnd {
+  kSucceeded,     // every worker exited 0
+  kWorkerFailed,  // a local worker exited non-zero or by a signal
+  kHang,          // no watched rank advanced for hang_timeout
+  kInterrupted,   // the launcher got SIGINT/SIGTERM/SIGHUP
+  kAborted,       // AbortChannel (another machine failed)
+  kSpawnFailed,   // a worker could not be started
+};
+
+struct AttemptResult {
+  AttemptEnd end = AttemptEnd::kSucceeded;
+  int signal = 0;                       // kInterrupted: the signal
+  std::vector<WorkerFailure> failures;  // local failures, root cause first
+  std::string abort_reason;             // kAborted
+  absl::Status spawn_error;             // kSpawnFailed
+};
+
+class Supervisor {
+ public:
+  Supervisor(SupervisorOptions options, const SignalFd& signals, AbortChannel& abort)
+      : options_(std::move(options)), signals_(signals), abort_(abort) {}
+
+  // Runs one attempt of `workers` with their output through `router`. `on_failure` is called
+  // once, at the first local failure, and `on_interrupt` at the launcher's first signal, both
+  // before the teardown, so the agent can tell the rendezvous while the workers stop.
+  AttemptResult Run(std::vector<WorkerLaunch> workers, OutputRouter& router,
+                    const std::function<void(const WorkerFailure&)>& on_failure,
+                    const std::function<void(int signal)>& on_interrupt = nullptr);
+
+ private:
+  SupervisorOptions options_;
+  const SignalFd& signals_;
+  AbortChannel& abort_;
+};
+
+}  // namespace accel::launcher
+
+#endif  // ACCEL_LAUNCHER_PROCESS_SUPERVISOR_H_

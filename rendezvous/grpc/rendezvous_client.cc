@@ -1,0 +1,238 @@
+// The gRPC RendezvousClient: Join with retries, a Watch thread and a heartbeat thread.
+#include "rendezvous/grpc/rendezvous_client.h"
+
+#include <memory>
+#include <thread>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "accel/rendezvous/v1/rendezvous.grpc.pb.h"
+#include "common/absl_view.h"
+#include "common/defaults.h"
+#include "common/logging.h"
+#include "rendezvous/grpc/auth.h"
+#include "rendezvous/grpc/channel.h"
+#include "rendezvous/grpc/client_convert.h"
+
+namespace accel::rendezvous {
+namespace {
+
+std::string RandomNonce() {
+  absl::BitGen gen;
+  return absl::StrFormat("%016x%016x", absl::Uniform<std::uint64_t>(gen),
+                         absl::Uniform<std::uint64_t>(gen));
+}
+
+class GrpcRendezvousClient final : public RendezvousClient {
+ public:
+  GrpcRendezvousClient(const ClientOptions& options, std::shared_ptr<grpc::Channel> channel)
+      : options_(options), stub_(v1::Rendezvous::NewStub(channel)), nonce_(RandomNonce()) {}
+
+  ~GrpcRendezvousClient() override {
+    StopWatch();
+    JoinThreads();
+  }
+
+  absl::StatusOr<JoinResult> Join(const JoinRequest& request, absl::Time deadline) override {
+    v1::JoinRequest proto = ToProto(request);
+    proto.set_agent_nonce(nonce_);
+    const std::string operation = absl::StrCat("join rendezvous at ", options_.endpoint);
+    absl::Duration backoff = options_.backoff_initial;
+    while (true) {
+      grpc::ClientContext context;
+      PrepareContext(context, options_.token, deadline);
+      v1::JoinResponse response;
+      const grpc::Status status = stub_->Join(&context, proto, &response);
+      if (status.ok()) return FromProto(response);
+      // wait_for_ready rides out a server that is not up yet; UNAVAILABLE here means it went
+      // away mid-call (or refused us while shutting down): try again until the deadline.
+      if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+          absl::Now() + backoff < deadline) {
+        spdlog::debug("{}: {}; retrying in {}", operation, status.error_message(),
+                      absl::FormatDuration(backoff));
+        absl::SleepFor(backoff);
+        backoff = std::min(backoff * 2, options_.backoff_max);
+        continue;
+      }
+      if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+          status.error_message() == "Deadline Exceeded") {
+        return absl::DeadlineExceededError(
+            absl::StrCat(operation, ": no answer before the deadline (is the server at ",
+                         options_.endpoint, " up and reachable?)"));
+      }
+      return FromGrpc(status, operation);
+    }
+  }
+
+  absl::Status Watch(std::int64_t attempt, EventCallback on_event) override {
+    if (std::this_thread::get_id() == watch_thread_.get_id()) {
+      return absl::FailedPreconditionError(
+          "watch rendezvous: Watch was called from the event callback");
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      if (watching_ && !stopping_) {
+        return absl::FailedPreconditionError("watch rendezvous: already watching");
+      }
+    }
+    JoinThreads();  // the previous watch has ended (or was stopped): reap its threads
+    absl::MutexLock lock(&mu_);
+    watching_ = true;
+    stopping_ = false;
+    watch_context_ = std::make_unique<grpc::ClientContext>();
+    if (!options_.token.empty()) watch_context_->AddMetadata(kTokenMetadataKey, options_.token);
+    lost_reason_.clear();
+    watch_thread_ = std::thread(
+        [this, attempt, on_event = std::move(on_event)] { RunWatch(attempt, on_event); });
+    heartbeat_thread_ = std::thread([this, attempt] { RunHeartbeats(attempt); });
+    return absl::OkStatus();
+  }
+
+  void StopWatch() override {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!watching_) return;
+      stopping_ = true;
+      if (watch_context_) watch_context_->TryCancel();
+      stop_cv_.SignalAll();
+    }
+    // From the event callback (the watch thread) the threads are joined later instead.
+    if (std::this_thread::get_id() != watch_thread_.get_id()) JoinThreads();
+  }
+
+  absl::Status ReportFailure(std::int64_t attempt, const RootCause& cause) override {
+    return SendReport(v1::ReportRequest::FAILURE, attempt, cause, "report failure");
+  }
+  absl::Status ReportDone(std::int64_t attempt) override {
+    return SendReport(v1::ReportRequest::DONE, attempt, RootCause{}, "report done");
+  }
+  absl::Status RequestRestart(std::int64_t attempt, const RootCause& cause) override {
+    return SendReport(v1::ReportRequest::RESTART, attempt, cause, "request restart");
+  }
+
+ private:
+  void JoinThreads() {
+    if (watch_thread_.joinable() && std::this_thread::get_id() != watch_thread_.get_id()) {
+      watch_thread_.join();
+    }
+    if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+    absl::MutexLock lock(&mu_);
+    if (!watch_thread_.joinable()) watching_ = false;
+  }
+
+  void RunWatch(std::int64_t attempt, const EventCallback& on_event) {
+    v1::WatchRequest request;
+    request.set_run_id(options_.run_id);
+    request.set_machine_rank(options_.machine_rank);
+    request.set_attempt(attempt);
+    std::unique_ptr<grpc::ClientReader<v1::Event>> reader =
+        stub_->Watch(watch_context_.get(), request);
+    v1::Event event;
+    const bool got = reader->Read(&event);
+    if (got) watch_context_->TryCancel();  // the event is terminal; nothing else will come
+    const grpc::Status status = reader->Finish();
+    Event delivered;
+    if (got) {
+      delivered = FromProto(event);
+    } else {
+      delivered.kind = Event::Kind::kServerLost;
+      delivered.attempt = attempt;
+      delivered.root_cause.message = absl::StrCat("watch rendezvous at ", options_.endpoint,
+                                                  ": the stream ended: ", status.error_message());
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      if (!got && !lost_reason_.empty()) {
+        delivered.root_cause.message =
+            absl::StrCat("watch rendezvous at ", options_.endpoint, ": ", lost_reason_);
+      }
+      const bool stopped = stopping_;
+      stopping_ = true;  // ends the heartbeats
+      stop_cv_.SignalAll();
+      if (stopped) return;
+    }
+    on_event(delivered);
+  }
+
+  void RunHeartbeats(std::int64_t attempt) {
+    v1::HeartbeatRequest request;
+    request.set_run_id(options_.run_id);
+    request.set_machine_rank(options_.machine_rank);
+    request.set_attempt(attempt);
+    // The server is lost when no heartbeat has been answered for this long.
+    const absl::Duration lost_after = options_.heartbeat_interval * defaults::kMissedHeartbeatsLost;
+    absl::Time last_answer = absl::Now();
+    absl::MutexLock lock(&mu_);
+    while (!stopping_) {
+      stop_cv_.WaitWithTimeout(&mu_, options_.heartbeat_interval);
+      if (stopping_) break;
+      mu_.Unlock();
+      grpc::ClientContext context;
+      PrepareContext(context, options_.token,
+                     absl::Now() + std::min(options_.rpc_deadline, lost_after));
+      context.set_wait_for_ready(false);
+      v1::Ack ack;
+      const grpc::Status status = stub_->Heartbeat(&context, request, &ack);
+      const absl::Time now = absl::Now();
+      // Any answer, even an error, shows the server is alive.
+      if (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
+          status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+        last_answer = now;
+      } else {
+        spdlog::debug("heartbeat: {}", status.error_message());
+      }
+      mu_.Lock();
+      if (now - last_answer > lost_after && !stopping_) {
+        lost_reason_ =
+            absl::StrCat("no heartbeat answered for ", absl::FormatDuration(now - last_answer));
+        watch_context_->TryCancel();
+        break;
+      }
+    }
+  }
+
+  absl::Status SendReport(v1::ReportRequest::Kind kind, std::int64_t attempt,
+                          const RootCause& cause, std::string_view operation) {
+    v1::ReportRequest request;
+    request.set_run_id(options_.run_id);
+    request.set_machine_rank(options_.machine_rank);
+    request.set_attempt(attempt);
+    request.set_kind(kind);
+    *request.mutable_cause() = ToProto(cause);
+    grpc::ClientContext context;
+    PrepareContext(context, options_.token, absl::Now() + options_.rpc_deadline);
+    v1::Ack ack;
+    return FromGrpc(stub_->Report(&context, request, &ack),
+                    absl::StrCat(Av(operation), " to rendezvous at ", options_.endpoint));
+  }
+
+  const ClientOptions options_;
+  const std::unique_ptr<v1::Rendezvous::Stub> stub_;
+  const std::string nonce_;
+
+  absl::Mutex mu_;
+  absl::CondVar stop_cv_;
+  bool watching_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::string lost_reason_ ABSL_GUARDED_BY(mu_);  // why the heartbeats gave up on the server
+  // Set in Watch before the threads start; read by them.
+  std::unique_ptr<grpc::ClientContext> watch_context_;
+  std::thread watch_thread_;
+  std::thread heartbeat_thread_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RendezvousClient>> NewGrpcRendezvousClient(
+    const ClientOptions& options) {
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = MakeChannel(ChannelOptions{
+      options.endpoint, options.tls_ca_path, options.backoff_initial, options.backoff_max});
+  if (!channel.ok()) return channel.status();
+  return std::make_unique<GrpcRendezvousClient>(options, *std::move(channel));
+}
+
+}  // namespace accel::rendezvous

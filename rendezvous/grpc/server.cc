@@ -1,0 +1,227 @@
+#include "rendezvous/grpc/server.h"
+
+#include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/defaults.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "common/unique_fd.h"
+#include "rendezvous/grpc/auth.h"
+#include "rendezvous/grpc/rendezvous_service.h"
+#include "rendezvous/grpc/store_service.h"
+#include "rendezvous/join/coordinator.h"
+#include "rendezvous/store/kv_table.h"
+
+namespace accel::rendezvous {
+namespace {
+
+// Splits "host:port" / "[v6]:port".
+absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address) {
+  const std::size_t colon = address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) ||
+      port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("start rendezvous server: bind address \"", address, "\" is not host:port"));
+  }
+  std::string host = address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return std::make_pair(host, port);
+}
+
+bool IsWildcard(const std::string& host) {
+  return host.empty() || host == "0.0.0.0" || host == "::" || host == "*";
+}
+
+// Returns a TCP port that is free on `host` now (bound to port 0, then released).
+absl::StatusOr<int> PickFreePort(const std::string& host) {
+  const bool v6 = host.find(':') != std::string::npos;
+  UniqueFd fd(::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return absl::ErrnoToStatus(errno, "socket");
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  if (v6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&storage);
+    a->sin6_family = AF_INET6;
+    if (::inet_pton(AF_INET6, host.c_str(), &a->sin6_addr) != 1) a->sin6_addr = in6addr_any;
+    length = sizeof(sockaddr_in6);
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in*>(&storage);
+    a->sin_family = AF_INET;
+    if (::inet_pton(AF_INET, host.c_str(), &a->sin_addr) != 1) a->sin_addr.s_addr = INADDR_ANY;
+    length = sizeof(sockaddr_in);
+  }
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&storage), length) != 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("bind ", host, ":0"));
+  }
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&storage), &length) != 0) {
+    return absl::ErrnoToStatus(errno, "getsockname");
+  }
+  return v6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port)
+            : ntohs(reinterpret_cast<sockaddr_in*>(&storage)->sin_port);
+}
+
+absl::Status Validate(const ServerOptions& o) {
+  if (o.num_machines < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("start rendezvous server: num_machines=", o.num_machines, "; need >= 1"));
+  }
+  if (o.num_processes < 0 || o.rdzv_timeout <= absl::ZeroDuration() ||
+      o.heartbeat_interval <= absl::ZeroDuration() || o.missed_heartbeats_lost < 1) {
+    return absl::InvalidArgumentError(
+        "start rendezvous server: num_processes, rdzv_timeout, heartbeat_interval and "
+        "missed_heartbeats_lost must be positive");
+  }
+  if (o.tls_cert_path.empty() != o.tls_key_path.empty()) {
+    return absl::InvalidArgumentError(
+        "start rendezvous server: TLS needs both a certificate and a key path");
+  }
+  return absl::OkStatus();
+}
+
+class GrpcRendezvousServer final : public RendezvousServer {
+ public:
+  explicit GrpcRendezvousServer(const ServerOptions& options) : options_(options) {}
+  ~GrpcRendezvousServer() override { Shutdown(absl::Seconds(2)); }
+
+  absl::Status Init() {
+    absl::StatusOr<std::pair<std::string, int>> host_port = SplitHostPort(options_.bind_address);
+    if (!host_port.ok()) return host_port.status();
+    host_ = host_port->first;
+    std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+    if (!options_.tls_cert_path.empty()) {
+      absl::StatusOr<std::string> cert = ReadFileToString(options_.tls_cert_path);
+      if (!cert.ok()) return Annotate(cert.status(), "start rendezvous server: TLS certificate");
+      absl::StatusOr<std::string> key = ReadFileToString(options_.tls_key_path);
+      if (!key.ok()) return Annotate(key.status(), "start rendezvous server: TLS key");
+      grpc::SslServerCredentialsOptions ssl;
+      ssl.pem_key_cert_pairs.push_back({*key, *cert});
+      credentials = grpc::SslServerCredentials(ssl);
+    }
+    table_ = std::make_unique<KvTable>(options_.limits);
+    JoinCoordinator::Hooks hooks;
+    hooks.advertise_host = !options_.advertise_host.empty() ? options_.advertise_host
+                           : IsWildcard(host_)              ? std::string()
+                                                            : host_;
+    hooks.store_port = [this] { return port_; };
+    const std::string master_host = IsWildcard(host_) ? std::string() : host_;
+    hooks.pick_master_port = [master_host] { return PickFreePort(master_host); };
+    KvTable* table = table_.get();
+    hooks.attempt_over = [table](const std::string& ns) { table->DropNamespace(ns); };
+    coordinator_ = std::make_unique<JoinCoordinator>(options_, std::move(hooks));
+    rendezvous_service_ = std::make_unique<RendezvousService>(*coordinator_, options_.token);
+    store_service_ = std::make_unique<StoreService>(*table_, options_.token,
+                                                    [this](absl::Time when) { Wake(when); });
+
+    grpc::ServerBuilder builder;
+    // port_ is written during BuildAndStart, before the server accepts its first call.
+    builder.AddListeningPort(options_.bind_address, credentials, &port_);
+    builder.SetMaxReceiveMessageSize(defaults::kMaxMessageBytes);
+    builder.SetMaxSendMessageSize(defaults::kMaxMessageBytes);
+    builder.RegisterService(rendezvous_service_.get());
+    builder.RegisterService(store_service_.get());
+    server_ = builder.BuildAndStart();
+    if (server_ == nullptr || port_ == 0) {
+      return absl::UnavailableError(
+          absl::StrCat("start rendezvous server: cannot listen on ", options_.bind_address));
+    }
+    timer_ = std::thread([this] { TimerLoop(); });
+    const bool loopback = host_ == "localhost" || host_ == "::1" || host_.rfind("127.", 0) == 0;
+    if (options_.token.empty() && !loopback) {
+      spdlog::warn(
+          "rendezvous server on {} has no token: anyone who reaches it can join and use the store "
+          "(set rdzv_token_file or ACCEL_RDZV_TOKEN)",
+          endpoint());
+    }
+    spdlog::debug("rendezvous server for run_id={} listening on {}", options_.run_id, endpoint());
+    return absl::OkStatus();
+  }
+
+  int port() const override { return port_; }
+
+  std::string endpoint() const override {
+    const std::string host = IsWildcard(host_) ? "127.0.0.1" : host_;
+    if (host.find(':') != std::string::npos) return absl::StrCat("[", host, "]:", port_);
+    return absl::StrCat(host, ":", port_);
+  }
+
+  void Shutdown(absl::Duration grace) override {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      stopping_ = true;
+      wake_cv_.Signal();
+    }
+    if (server_ != nullptr) {
+      coordinator_->Shutdown();
+      table_->FailAll(absl::UnavailableError("store wait: the rendezvous server is shutting down"));
+      server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+    }
+    if (timer_.joinable()) timer_.join();
+  }
+
+ private:
+  // Asks the timer thread to wake by `when`.
+  void Wake(absl::Time when) {
+    absl::MutexLock lock(&mu_);
+    if (when < next_wake_) {
+      next_wake_ = when;
+      wake_cv_.Signal();
+    }
+  }
+
+  // Fires join timeouts, heartbeat losses and KV wait deadlines, sleeping until the next one.
+  void TimerLoop() {
+    const absl::Duration sweep = absl::FromChrono(defaults::kServerSweepInterval);
+    while (true) {
+      const absl::Time now = absl::Now();
+      const absl::Time next =
+          std::min({coordinator_->Tick(now), table_->ExpireWaiters(now), now + sweep});
+      absl::MutexLock lock(&mu_);
+      next_wake_ = next;
+      while (!stopping_ && absl::Now() < next_wake_) {
+        wake_cv_.WaitWithDeadline(&mu_, next_wake_);  // Wake signals when it moves next_wake_
+      }
+      if (stopping_) return;
+    }
+  }
+
+  const ServerOptions options_;
+  std::string host_;
+  int port_ = 0;
+  std::unique_ptr<KvTable> table_;
+  std::unique_ptr<JoinCoordinator> coordinator_;
+  std::unique_ptr<RendezvousService> rendezvous_service_;
+  std::unique_ptr<StoreService> store_service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::thread timer_;
+
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time next_wake_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::CondVar wake_cv_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(
+    const ServerOptions& options) {
+  if (absl::Status status = Validate(options); !status.ok()) return status;
+  auto server = std::make_unique<GrpcRendezvousServer>(options);
+  if (absl::Status status = server->Init(); !status.ok()) return status;
+  return server;
+}
+
+}  // namespace accel::rendezvous

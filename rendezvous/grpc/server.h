@@ -1,0 +1,68 @@
+// RendezvousServer: the gRPC rendezvous + KV store that machine 0's agent runs (DESIGN.md §5).
+//
+// Serves accel.rendezvous.v1.Rendezvous (Join, Watch, Heartbeat, reports) and
+// accel.rendezvous.v1.Store (the workers' KV store) on one port, with gRPC's callback API: no
+// thread is held per waiting Join or KV wait. Machine 0's agent joins like every other machine,
+// through NewGrpcRendezvousClient on endpoint().
+//
+// Thread-safety: all methods are thread-safe. Shutdown fails every pending call with UNAVAILABLE
+// and blocks until in-flight calls have finished; the destructor calls it.
+#ifndef ACCEL_RENDEZVOUS_GRPC_SERVER_H_
+#define ACCEL_RENDEZVOUS_GRPC_SERVER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace accel::rendezvous {
+
+struct KvLimits {
+  std::int64_t max_key_bytes = 1024;                 // defaults::kMaxKeyBytes
+  std::int64_t max_value_bytes = 16 * 1024 * 1024;   // defaults::kMaxValueBytes
+  std::int64_t max_total_bytes = 512 * 1024 * 1024;  // defaults::kMaxStoreBytes (keys + values)
+  int max_keys_per_wait = 1024;                      // defaults::kMaxKeysPerWait
+};
+
+struct ServerOptions {
+  std::string bind_address = "127.0.0.1:0";  // host:port; port 0 = a free port
+  // Host put in the store endpoint and MASTER_ADDR. "" = machine 0's connecting address when the
+  // bind host is a wildcard (0.0.0.0, ::), else the bind host.
+  std::string advertise_host;
+  int num_machines = 1;   // machines per attempt
+  int num_processes = 0;  // expected total processes (world size); 0 = not checked
+  std::string run_id;
+  std::string token;          // "" = no authentication (single-machine jobs always set one)
+  std::string tls_cert_path;  // both set = TLS; both empty = plaintext
+  std::string tls_key_path;
+  absl::Duration rdzv_timeout = absl::Seconds(900);  // defaults::kRdzvTimeout, from first join
+  absl::Duration heartbeat_interval = absl::Milliseconds(500);  // defaults::kHeartbeatInterval
+  int missed_heartbeats_lost = 6;                               // defaults::kMissedHeartbeatsLost
+  bool strict = false;  // version mismatch is an error, not a warning
+  KvLimits limits;
+};
+
+class RendezvousServer {
+ public:
+  // Binds and starts serving. INVALID_ARGUMENT for bad options, UNAVAILABLE when the address
+  // cannot be bound, NOT_FOUND for unreadable TLS files.
+  static absl::StatusOr<std::unique_ptr<RendezvousServer>> Start(const ServerOptions& options);
+
+  virtual ~RendezvousServer() = default;
+
+  // Returns the bound port (the chosen one when the options said 0).
+  virtual int port() const = 0;
+
+  // Returns "host:port" to connect to: the bind host, or 127.0.0.1 for a wildcard bind.
+  virtual std::string endpoint() const = 0;
+
+  // Fails pending calls with UNAVAILABLE, stops serving, and waits for in-flight calls (bounded by
+  // `grace`, after which they are cancelled). Idempotent.
+  virtual void Shutdown(absl::Duration grace = absl::Seconds(2)) = 0;
+};
+
+}  // namespace accel::rendezvous
+
+#endif  // ACCEL_RENDEZVOUS_GRPC_SERVER_H_

@@ -1,0 +1,397 @@
+#include "rendezvous/join/coordinator.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/absl_view.h"
+#include "rendezvous/join/result.h"
+#include "rendezvous/join/types.h"
+
+namespace accel::rendezvous {
+namespace {
+
+absl::Status Unavailable() { return absl::UnavailableError("rendezvous server: shutting down"); }
+
+}  // namespace
+
+JoinCoordinator::JoinCoordinator(ServerOptions options, Hooks hooks)
+    : options_(std::move(options)),
+      hooks_(std::move(hooks)),
+      lost_after_(options_.heartbeat_interval * options_.missed_heartbeats_lost) {}
+
+void JoinCoordinator::Deliver(Outbox& out) {
+  if (out.completion.has_value()) {
+    Completion& c = *out.completion;
+    std::vector<const JoinedMachine*> machines;
+    for (const JoinedMachine& m : c.machines) machines.push_back(&m);
+    absl::StatusOr<std::vector<v1::JoinResponse>> responses = BuildJoinResponses(machines, c.info);
+    for (std::size_t i = 0; i < c.dones.size(); ++i) {
+      if (responses.ok()) {
+        c.dones[i](std::move((*responses)[i]));
+      } else {
+        c.dones[i](responses.status());  // not reached: CompleteLocked checked the world size
+      }
+    }
+  }
+  for (auto& [done, result] : out.joins) done(std::move(result));
+  for (auto& [sink, event] : out.events) sink->Send(event);
+  for (auto& [sink, status] : out.closes) sink->Close(status);
+}
+
+std::string JoinCoordinator::ReferenceLocked() const {
+  auto it = pending_.find(0);
+  if (it != pending_.end()) return DescribeMachine(it->second.machine);
+  auto member = members_.find(0);
+  if (member != members_.end()) return DescribeMachine(member->second.machine);
+  return "the rendezvous server";
+}
+
+absl::Status JoinCoordinator::CheckLocked(const JoinedMachine& machine, const std::string& nonce) {
+  if (absl::Status s = CheckAgainstServer(machine, options_, ReferenceLocked()); !s.ok()) return s;
+  if (absl::Status s = CheckRequestShape(machine.request, options_); !s.ok()) return s;
+  const int rank = machine.request.machine_rank();
+  auto member = members_.find(rank);
+  if (member != members_.end()) {
+    if (!nonce.empty() && member->second.machine.request.agent_nonce() == nonce) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("join rendezvous run_id=", options_.run_id, ": ", DescribeMachine(machine),
+                       " already joined attempt ", attempt_, ", which is under way"));
+    }
+    return DuplicateRankError(machine, member->second.machine, options_.run_id);
+  }
+  auto pending = pending_.find(rank);
+  if (pending != pending_.end() &&
+      (nonce.empty() || pending->second.machine.request.agent_nonce() != nonce)) {
+    return DuplicateRankError(machine, pending->second.machine, options_.run_id);
+  }
+  // Compares with machine 0 when it is here, else with the lowest machine rank waiting.
+  const JoinedMachine* peer = nullptr;
+  for (const auto& [other_rank, other] : pending_) {
+    if (other_rank != rank) {
+      peer = &other.machine;
+      break;
+    }
+  }
+  if (peer == nullptr) return absl::OkStatus();
+  std::vector<std::string> warnings;
+  absl::Status status =
+      CheckAgainstPeer(machine, *peer, options_.run_id, options_.strict, warnings);
+  if (status.ok()) warnings_.insert(warnings_.end(), warnings.begin(), warnings.end());
+  return status;
+}
+
+JoinCoordinator::Id JoinCoordinator::Join(const v1::JoinRequest& request, std::string_view peer,
+                                          absl::Time now, JoinDone done) {
+  Outbox out;
+  Id id = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    JoinedMachine machine{request,
+                          request.addresses_size() > 0 ? request.addresses(0) : PeerHost(peer)};
+    absl::Status status;
+    if (shut_down_) {
+      status = Unavailable();
+    } else if (phase_ == Phase::kAborted) {
+      status =
+          absl::AbortedError(absl::StrCat("join rendezvous run_id=", options_.run_id, ": attempt ",
+                                          attempt_, " was aborted: ", root_cause_.message()));
+    } else if (phase_ == Phase::kDone) {
+      status = absl::FailedPreconditionError(
+          absl::StrCat("join rendezvous run_id=", options_.run_id, ": the run has finished"));
+    } else {
+      status = CheckLocked(machine, request.agent_nonce());
+    }
+    if (!status.ok()) {
+      out.joins.emplace_back(std::move(done), status);
+    } else {
+      const int rank = request.machine_rank();
+      auto previous = pending_.find(rank);
+      if (previous != pending_.end()) {  // the same agent retried: the new call replaces it
+        out.joins.emplace_back(std::move(previous->second.done),
+                               absl::AbortedError("join rendezvous: replaced by a retried join"));
+        pending_.erase(previous);
+      }
+      if (pending_.empty()) first_join_ = now;
+      id = next_id_++;
+      pending_[rank] = Pending{std::move(machine), id, std::move(done)};
+      if (static_cast<int>(pending_.size()) == options_.num_machines) {
+        CompleteLocked(now, out);
+        id = 0;
+      }
+    }
+  }
+  Deliver(out);
+  return id;
+}
+
+void JoinCoordinator::CompleteLocked(absl::Time now, Outbox& out) {
+  absl::StatusOr<int> master_port =
+      hooks_.pick_master_port ? hooks_.pick_master_port() : absl::StatusOr<int>(0);
+  if (!master_port.ok()) {
+    FailPendingLocked(
+        absl::Status(master_port.status().code(),
+                     absl::StrCat("join rendezvous run_id=", options_.run_id,
+                                  ": reserve MASTER_PORT: ", master_port.status().message())),
+        out);
+    return;
+  }
+  std::vector<const JoinedMachine*> machines;
+  for (const auto& [rank, pending] : pending_) machines.push_back(&pending.machine);
+  AttemptInfo info{options_.run_id,
+                   attempt_,
+                   options_.num_processes,
+                   hooks_.advertise_host,
+                   *master_port,
+                   hooks_.store_port ? hooks_.store_port() : 0,
+                   warnings_};
+  if (absl::Status status = CheckWorldSize(machines, info); !status.ok()) {
+    FailPendingLocked(status, out);
+    return;
+  }
+  Completion& completion = out.completion.emplace();
+  completion.info = std::move(info);
+  members_.clear();
+  for (auto& [rank, pending] : pending_) {
+    completion.machines.push_back(pending.machine);
+    completion.dones.push_back(std::move(pending.done));
+    members_[rank] = Member{std::move(pending.machine), now, false, 0, nullptr};
+  }
+  pending_.clear();
+  warnings_.clear();
+  first_join_ = absl::InfiniteFuture();
+  phase_ = Phase::kRunning;
+}
+
+void JoinCoordinator::FailPendingLocked(const absl::Status& status, Outbox& out) {
+  for (auto& [rank, pending] : pending_) out.joins.emplace_back(std::move(pending.done), status);
+  pending_.clear();
+  warnings_.clear();
+  first_join_ = absl::InfiniteFuture();
+}
+
+void JoinCoordinator::CancelJoin(Id id) {
+  Outbox out;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+      if (it->second.id != id) continue;
+      out.joins.emplace_back(std::move(it->second.done),
+                             absl::CancelledError("join rendezvous: cancelled by the client"));
+      pending_.erase(it);
+      if (pending_.empty()) first_join_ = absl::InfiniteFuture();
+      break;
+    }
+  }
+  Deliver(out);
+}
+
+v1::Event JoinCoordinator::TerminalEventLocked() const {
+  v1::Event event;
+  event.set_attempt(attempt_);
+  if (phase_ == Phase::kAborted) {
+    event.set_kind(v1::Event::ABORT);
+    *event.mutable_root_cause() = root_cause_;
+  } else {
+    event.set_kind(v1::Event::DONE);
+  }
+  return event;
+}
+
+absl::Status JoinCoordinator::CheckMemberLocked(std::string_view operation,
+                                                const std::string& run_id, int machine_rank,
+                                                std::int64_t attempt) const {
+  if (shut_down_) return Unavailable();
+  if (run_id != options_.run_id) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        Av(operation), " run_id=", run_id, ": this server serves run_id=", options_.run_id));
+  }
+  if (attempt == attempt_ && phase_ != Phase::kJoining && members_.count(machine_rank) == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(Av(operation), " machine_rank ", machine_rank,
+                                                      ": not a member of attempt ", attempt));
+  }
+  if (attempt > attempt_ || (attempt == attempt_ && phase_ == Phase::kJoining)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(Av(operation), " machine_rank ", machine_rank, ": attempt ", attempt,
+                     " has not started (current attempt ", attempt_, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JoinCoordinator::Id> JoinCoordinator::Watch(const v1::WatchRequest& request,
+                                                           std::shared_ptr<EventSink> sink) {
+  Outbox out;
+  Id id = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    absl::Status status = CheckMemberLocked("watch rendezvous", request.run_id(),
+                                            request.machine_rank(), request.attempt());
+    if (!status.ok()) return status;
+    if (request.attempt() < attempt_) {
+      v1::Event event;
+      event.set_kind(v1::Event::RESTART);
+      event.set_attempt(attempt_);
+      *event.mutable_root_cause() = restart_cause_;
+      out.events.emplace_back(std::move(sink), std::move(event));
+    } else if (phase_ != Phase::kRunning) {
+      out.events.emplace_back(std::move(sink), TerminalEventLocked());
+    } else {
+      Member& member = members_.at(request.machine_rank());
+      if (member.sink)
+        out.closes.emplace_back(std::move(member.sink),
+                                absl::AbortedError("watch rendezvous: replaced by a new watch"));
+      id = next_id_++;
+      member.watch_id = id;
+      member.sink = std::move(sink);
+    }
+  }
+  Deliver(out);
+  return id;
+}
+
+void JoinCoordinator::EndLocked(Phase phase, const v1::Event& event, Outbox& out) {
+  phase_ = phase;
+  for (auto& [rank, member] : members_) {
+    if (member.sink) out.events.emplace_back(std::move(member.sink), event);
+    member.watch_id = 0;
+  }
+}
+
+void JoinCoordinator::AbortLocked(const v1::RootCause& cause, Outbox& out) {
+  root_cause_ = cause;
+  phase_ = Phase::kAborted;
+  EndLocked(Phase::kAborted, TerminalEventLocked(), out);
+}
+
+void JoinCoordinator::WatchBroken(Id id, absl::Time /*now*/) {
+  Outbox out;
+  {
+    absl::MutexLock lock(&mu_);
+    if (phase_ != Phase::kRunning || id == 0) return;
+    for (auto& [rank, member] : members_) {
+      if (member.watch_id != id) continue;
+      member.watch_id = 0;
+      member.sink = nullptr;
+      if (member.done) break;
+      v1::RootCause cause;
+      cause.set_machine_rank(rank);
+      cause.set_hostname(member.machine.request.hostname());
+      cause.set_rank(-1);
+      cause.set_message(absl::StrCat(DescribeMachine(member.machine),
+                                     " lost: its watch stream to the rendezvous server broke"));
+      AbortLocked(cause, out);
+      break;
+    }
+  }
+  Deliver(out);
+}
+
+absl::Status JoinCoordinator::Heartbeat(const v1::HeartbeatRequest& request, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  absl::Status status =
+      CheckMemberLocked("heartbeat", request.run_id(), request.machine_rank(), request.attempt());
+  if (!status.ok()) return status;
+  if (request.attempt() == attempt_ && phase_ == Phase::kRunning) {
+    members_.at(request.machine_rank()).last_heartbeat = now;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JoinCoordinator::Report(const v1::ReportRequest& request, absl::Time /*now*/) {
+  Outbox out;
+  {
+    absl::MutexLock lock(&mu_);
+    absl::Status status = CheckMemberLocked("report to rendezvous", request.run_id(),
+                                            request.machine_rank(), request.attempt());
+    if (!status.ok()) return status;
+    if (request.attempt() < attempt_) return absl::OkStatus();  // already restarted
+    switch (request.kind()) {
+      case v1::ReportRequest::FAILURE:
+        if (phase_ == Phase::kRunning) AbortLocked(request.cause(), out);
+        break;
+      case v1::ReportRequest::DONE: {
+        if (phase_ != Phase::kRunning) break;
+        members_.at(request.machine_rank()).done = true;
+        const bool all_done = std::all_of(members_.begin(), members_.end(),
+                                          [](const auto& m) { return m.second.done; });
+        if (all_done) {
+          phase_ = Phase::kDone;
+          EndLocked(Phase::kDone, TerminalEventLocked(), out);
+        }
+        break;
+      }
+      case v1::ReportRequest::RESTART: {
+        if (phase_ == Phase::kDone) break;
+        v1::Event event;
+        event.set_kind(v1::Event::RESTART);
+        event.set_attempt(attempt_ + 1);
+        *event.mutable_root_cause() = request.cause();
+        restart_cause_ = request.cause();
+        EndLocked(Phase::kJoining, event, out);
+        out.over.push_back(StoreNamespace(options_.run_id, attempt_));
+        ++attempt_;
+        members_.clear();
+        break;
+      }
+      default:
+        return absl::InvalidArgumentError(
+            absl::StrCat("report to rendezvous: unknown kind ", request.kind()));
+    }
+  }
+  Deliver(out);
+  if (hooks_.attempt_over) {
+    for (const std::string& ns : out.over) hooks_.attempt_over(ns);
+  }
+  return absl::OkStatus();
+}
+
+absl::Time JoinCoordinator::Tick(absl::Time now) {
+  Outbox out;
+  absl::Time next = absl::InfiniteFuture();
+  {
+    absl::MutexLock lock(&mu_);
+    if (!pending_.empty() && now >= first_join_ + options_.rdzv_timeout) {
+      std::vector<const JoinedMachine*> arrived;
+      for (const auto& [rank, pending] : pending_) arrived.push_back(&pending.machine);
+      FailPendingLocked(TimeoutError(options_.run_id, attempt_, options_.rdzv_timeout,
+                                     options_.num_machines, arrived),
+                        out);
+    }
+    if (!pending_.empty()) next = first_join_ + options_.rdzv_timeout;
+    if (phase_ == Phase::kRunning) {
+      for (auto& [rank, member] : members_) {
+        if (member.done) continue;
+        if (now - member.last_heartbeat < lost_after_) {
+          next = std::min(next, member.last_heartbeat + lost_after_);
+          continue;
+        }
+        v1::RootCause cause;
+        cause.set_machine_rank(rank);
+        cause.set_hostname(member.machine.request.hostname());
+        cause.set_rank(-1);
+        cause.set_message(absl::StrCat(DescribeMachine(member.machine), " lost: no heartbeat for ",
+                                       absl::FormatDuration(now - member.last_heartbeat)));
+        AbortLocked(cause, out);
+        break;
+      }
+    }
+  }
+  Deliver(out);
+  return next;
+}
+
+void JoinCoordinator::Shutdown() {
+  Outbox out;
+  {
+    absl::MutexLock lock(&mu_);
+    shut_down_ = true;
+    FailPendingLocked(Unavailable(), out);
+    for (auto& [rank, member] : members_) {
+      if (member.sink) out.closes.emplace_back(std::move(member.sink), Unavailable());
+      member.watch_id = 0;
+    }
+  }
+  Deliver(out);
+}
+
+}  // namespace accel::rendezvous

@@ -1,0 +1,149 @@
+// JoinCoordinator: the rendezvous state machine of one run, without gRPC.
+//
+// An attempt moves joining → running → (aborted | done), or back to joining with attempt + 1 on a
+// restart. Join completes every waiting machine at once when the last one arrives (or fails them
+// all with the timeout report after rdzv_timeout from the first arrival). A running attempt
+// watches its machines: a broken Watch stream or heartbeats missing for
+// heartbeat_interval * missed_heartbeats_lost aborts the attempt on every machine.
+//
+// Time comes in as arguments (`now`) and Tick(now) fires what is due, so tests and the fuzzer
+// drive it deterministically; the server calls Tick from one timer thread.
+//
+// Thread-safety: all methods are thread-safe. Completion callbacks and EventSink calls run on the
+// calling thread after the lock is released; they must not block or call back into the
+// coordinator synchronously.
+#ifndef ACCEL_RENDEZVOUS_JOIN_COORDINATOR_H_
+#define ACCEL_RENDEZVOUS_JOIN_COORDINATOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "accel/rendezvous/v1/rendezvous.pb.h"
+#include "rendezvous/grpc/server.h"
+#include "rendezvous/join/checks.h"
+#include "rendezvous/join/result.h"
+
+namespace accel::rendezvous {
+
+class JoinCoordinator {
+ public:
+  using Id = std::uint64_t;
+  using JoinDone = std::function<void(absl::StatusOr<v1::JoinResponse>)>;
+
+  // Receives the one terminal event of a Watch (Send), or the status ending it without one
+  // (Close, on shutdown). Exactly one of the two is called, at most once.
+  class EventSink {
+   public:
+    virtual ~EventSink() = default;
+    virtual void Send(const v1::Event& event) = 0;
+    virtual void Close(const absl::Status& status) = 0;
+  };
+
+  struct Hooks {
+    // Host for MASTER_ADDR and the store endpoint; "" = machine 0's address.
+    std::string advertise_host;
+    std::function<int()> store_port;  // the server's port (known once it listens)
+    // Returns a free TCP port on machine 0 for MASTER_PORT.
+    std::function<absl::StatusOr<int>()> pick_master_port;
+    // Called with the store namespace of an attempt that has ended by restart.
+    std::function<void(const std::string&)> attempt_over;
+  };
+
+  JoinCoordinator(ServerOptions options, Hooks hooks);
+
+  // Adds `request` (from gRPC peer `peer`) to the current attempt. `done` runs exactly once: at
+  // once on a failed check, else when the attempt completes, times out, or the join is cancelled.
+  // Returns the id for CancelJoin (0 when `done` already ran).
+  Id Join(const v1::JoinRequest& request, std::string_view peer, absl::Time now, JoinDone done);
+  // Withdraws a waiting join (its client went away); runs its `done` with CANCELLED.
+  void CancelJoin(Id id);
+
+  // Registers `sink` for the attempt's terminal event (sent at once when the attempt is already
+  // over). FAILED_PRECONDITION when the machine is not a member of that attempt.
+  absl::StatusOr<Id> Watch(const v1::WatchRequest& request, std::shared_ptr<EventSink> sink);
+  // Reports that watch `id` ended without its terminal event: the machine is lost.
+  void WatchBroken(Id id, absl::Time now);
+
+  absl::Status Heartbeat(const v1::HeartbeatRequest& request, absl::Time now);
+  absl::Status Report(const v1::ReportRequest& request, absl::Time now);
+
+  // Fires the join timeout and heartbeat losses due at `now`; returns when next to call.
+  absl::Time Tick(absl::Time now);
+
+  // Fails waiting joins and closes watches with UNAVAILABLE; later calls fail the same way.
+  void Shutdown();
+
+ private:
+  enum class Phase { kJoining, kRunning, kAborted, kDone };
+  struct Pending {
+    JoinedMachine machine;
+    Id id = 0;
+    JoinDone done;
+  };
+  struct Member {
+    JoinedMachine machine;
+    absl::Time last_heartbeat;
+    bool done = false;
+    Id watch_id = 0;
+    std::shared_ptr<EventSink> sink;
+  };
+  // A completed attempt whose responses are built after the lock is released (with the machine
+  // list they are O(machines^2) bytes).
+  struct Completion {
+    std::vector<JoinedMachine> machines;  // by machine_rank
+    AttemptInfo info;
+    std::vector<JoinDone> dones;  // parallel to machines
+  };
+  struct Outbox {
+    std::optional<Completion> completion;
+    std::vector<std::pair<JoinDone, absl::StatusOr<v1::JoinResponse>>> joins;
+    std::vector<std::pair<std::shared_ptr<EventSink>, v1::Event>> events;
+    std::vector<std::pair<std::shared_ptr<EventSink>, absl::Status>> closes;
+    std::vector<std::string> over;
+  };
+
+  absl::Status CheckLocked(const JoinedMachine& machine, const std::string& nonce)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string ReferenceLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CompleteLocked(absl::Time now, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FailPendingLocked(const absl::Status& status, Outbox& out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EndLocked(Phase phase, const v1::Event& event, Outbox& out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AbortLocked(const v1::RootCause& cause, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckMemberLocked(std::string_view operation, const std::string& run_id,
+                                 int machine_rank, std::int64_t attempt) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  v1::Event TerminalEventLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static void Deliver(Outbox& out);
+
+  const ServerOptions options_;
+  const Hooks hooks_;
+  const absl::Duration lost_after_;
+
+  absl::Mutex mu_;
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+  Id next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::int64_t attempt_ ABSL_GUARDED_BY(mu_) = 0;
+  Phase phase_ ABSL_GUARDED_BY(mu_) = Phase::kJoining;
+  absl::Time first_join_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  std::map<int, Pending> pending_ ABSL_GUARDED_BY(mu_);  // by machine_rank
+  std::vector<std::string> warnings_ ABSL_GUARDED_BY(mu_);
+  std::map<int, Member> members_ ABSL_GUARDED_BY(mu_);  // by machine_rank, once running
+  v1::RootCause root_cause_ ABSL_GUARDED_BY(mu_);       // of the abort
+  v1::RootCause restart_cause_ ABSL_GUARDED_BY(mu_);    // of the last restart
+};
+
+}  // namespace accel::rendezvous
+
+#endif  // ACCEL_RENDEZVOUS_JOIN_COORDINATOR_H_

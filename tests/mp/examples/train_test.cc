@@ -1,0 +1,165 @@
+// The main job end to end: train.bin alone and under accel-launch (real processes, Gloo on
+// 127.0.0.1). Checks equivalence of DDP + accumulation with one big batch, resume after a kill,
+// IDX input, and the errors for bad flags and unreadable data.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "tests/testing/launch_util.h"
+
+namespace accel {
+namespace {
+
+const std::string kLauncher = ACCEL_LAUNCH_PATH;
+const std::string kTrain = TRAIN_BIN_PATH;
+
+struct Outcome {
+  int exit_code;
+  std::string output;  // stdout then stderr
+};
+
+// Runs `program` with the space-separated `args` (none of ours contain spaces).
+Outcome RunProgram(const std::string& program, const std::string& args,
+                   const std::function<void(pid_t)>& while_running = nullptr) {
+  std::vector<std::string> argv = {program};
+  for (absl::string_view arg : absl::StrSplit(args, ' ', absl::SkipEmpty())) {
+    argv.emplace_back(arg);
+  }
+  testing::RunResult r = testing::RunCommand(argv, {}, absl::Seconds(120), while_running);
+  return {r.exit_code, r.out + r.err};
+}
+
+// Returns the number after "key": in the last JSON line of `output`, or NaN.
+double JsonNumber(const std::string& output, const std::string& key) {
+  std::smatch match;
+  std::regex pattern("\"" + key + "\": (-?[0-9.eE+-]+)");
+  double value = std::nan("");
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), pattern);
+       it != std::sregex_iterator(); ++it) {
+    value = std::stod((*it)[1]);
+  }
+  return value;
+}
+
+std::string TempDir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("accel_train_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+const char kSmall[] = "--input-dim 32 --hidden 64 --layers 3 --classes 4 --samples 512 --lr 0.01";
+
+TEST(Train, DefaultConfigTrainsAndLossFallsByHalf) {
+  Outcome run =
+      RunProgram(kLauncher, "--config_file " ACCEL_SOURCE_DIR "/configs/default_config.yaml " +
+                                kTrain + " " + kSmall + " --steps 150");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("fp16"), std::string::npos) << "the fp16 → fp32 notice\n" << run.output;
+  double first = JsonNumber(run.output, "first_loss");
+  double last = JsonNumber(run.output, "loss");
+  EXPECT_LT(last, first / 2) << run.output;
+  EXPECT_EQ(JsonNumber(run.output, "world"), 1);
+}
+
+TEST(Train, TwoProcessesTimesAccumulationTwoEqualsOneProcessWithFourTimesTheBatch) {
+  Outcome ddp = RunProgram(
+      kLauncher, "--use_cpu --num_processes 2 --gradient_accumulation_steps 2 " + kTrain + " " +
+                     kSmall + " --batch-size 4 --steps 20 --optimizer sgd");
+  ASSERT_EQ(ddp.exit_code, 0) << ddp.output;
+  Outcome single = RunProgram(
+      kTrain, std::string(kSmall) + " --batch-size 16 --steps 20 --optimizer sgd --grad-accum 1");
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  EXPECT_EQ(JsonNumber(ddp.output, "world"), 2);
+  EXPECT_EQ(JsonNumber(ddp.output, "grad_accum"), 2);
+  double a = JsonNumber(ddp.output, "param_checksum");
+  double b = JsonNumber(single.output, "param_checksum");
+  ASSERT_FALSE(std::isnan(a)) << ddp.output;
+  EXPECT_NEAR(a, b, 1e-5 * std::abs(b)) << ddp.output << "\n" << single.output;
+}
+
+TEST(Train, ResumeAfterKillMatchesAnUninterruptedRun) {
+  const std::string dir = TempDir("resume");
+  const std::string args = std::string(kSmall) + " --steps 400 --save-every 10 --checkpoint-dir ";
+  Outcome whole = RunProgram(kTrain, args + dir + "/whole");
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+
+  // Start the same run, SIGKILL it once a checkpoint exists, then resume it.
+  const std::string ckpt = dir + "/killed";
+  Outcome killed = RunProgram(kTrain, args + ckpt, [&](pid_t pid) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!std::filesystem::exists(ckpt) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ::kill(pid, SIGKILL);
+  });
+  ASSERT_EQ(killed.exit_code, 128 + SIGKILL) << "the run finished before it could be killed";
+  ASSERT_TRUE(std::filesystem::exists(ckpt));
+
+  Outcome resumed = RunProgram(kTrain, args + ckpt + " --resume");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
+  EXPECT_EQ(JsonNumber(resumed.output, "steps"), 400);
+  EXPECT_EQ(JsonNumber(resumed.output, "param_checksum"),
+            JsonNumber(whole.output, "param_checksum"))
+      << resumed.output << "\n"
+      << whole.output;
+  std::filesystem::remove_all(dir);
+}
+
+void WriteIdx(const std::string& images, const std::string& labels, int count) {
+  auto be32 = [](std::ofstream& out, std::uint32_t v) {
+    const char bytes[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                           static_cast<char>(v >> 8), static_cast<char>(v)};
+    out.write(bytes, 4);
+  };
+  std::ofstream img(images, std::ios::binary), lab(labels, std::ios::binary);
+  be32(img, 0x803), be32(img, count), be32(img, 8), be32(img, 8);
+  be32(lab, 0x801), be32(lab, count);
+  for (int i = 0; i < count; ++i) {
+    const int label = i % 2;  // bright top half = 1, bright bottom half = 0
+    for (int p = 0; p < 64; ++p) img.put(static_cast<char>(((p < 32) == (label == 1)) ? 200 : 20));
+    lab.put(static_cast<char>(label));
+  }
+}
+
+TEST(Train, ReadsIdxDataAndTrainsTheCnn) {
+  const std::string dir = TempDir("idx");
+  WriteIdx(dir + "/tiny-images-idx3-ubyte", dir + "/tiny-labels-idx1-ubyte", 64);
+  Outcome run =
+      RunProgram(kTrain, "--data " + dir + "/tiny-images-idx3-ubyte --model cnn" +
+                             " --hidden 16 --classes 2 --batch-size 8 --steps 30 --lr 0.01");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_LT(JsonNumber(run.output, "loss"), 0.1) << run.output;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Train, BadFlagsAndUnreadableDataExitTwoWithAClearMessage) {
+  Outcome bad = RunProgram(kTrain, "--batch-size zero --frobnicate");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("train.bin: bad value 'zero' for --batch-size"), std::string::npos)
+      << bad.output;
+  EXPECT_NE(bad.output.find("train.bin: unknown flag --frobnicate"), std::string::npos);
+
+  Outcome missing = RunProgram(kTrain, "--data /nonexistent/train-images-idx3-ubyte");
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_NE(
+      missing.output.find(
+          "train.bin: read IDX /nonexistent/train-images-idx3-ubyte: No such file or directory"),
+      std::string::npos)
+      << missing.output;
+}
+
+}  // namespace
+}  // namespace accel

@@ -1,0 +1,362 @@
+// Multi-process tests of the accel-launch binary on one machine (127.0.0.1): the env contract,
+// exit codes, signals, teardown, restarts, output files, and an unmodified torch.distributed
+// script. The test process is a child subreaper, so orphaned workers come back to it and can be
+// checked by pid.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
+
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "launcher/process/os_util.h"
+#include "tests/testing/files.h"
+#include "tests/testing/launch_util.h"
+
+namespace accel::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kLauncher = ACCEL_LAUNCH_PATH;
+const std::string kFake = FAKE_WORKER_PATH;
+
+class LaunchTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0); }
+  void SetUp() override {
+    dir_ = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+           "/accel_launch_test_XXXXXX";
+    ASSERT_NE(::mkdtemp(dir_.data()), nullptr);
+  }
+  void TearDown() override {
+    // Every process the launcher started is gone: nothing comes back to us, nothing is left.
+    int status = 0;
+    const pid_t left = ::waitpid(-1, &status, WNOHANG);
+    EXPECT_EQ(left, -1) << "a worker outlived its launcher: pid " << left << " "
+                        << (WIFSIGNALED(status) ? "killed by signal " : "exited with ")
+                        << (WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    launcher::RemoveTree(dir_);
+  }
+  // Runs accel-launch on the CPU with `options`, then the program and its args.
+  RunResult Launch(std::vector<std::string> options, const std::vector<std::string>& program,
+                   absl::Duration timeout = absl::Seconds(60),
+                   const std::function<void(pid_t)>& while_running = nullptr) {
+    std::vector<std::string> argv = {kLauncher, "--use_cpu"};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.insert(argv.end(), program.begin(), program.end());
+    return RunCommand(argv, {}, timeout, while_running);
+  }
+  std::string dir_;
+};
+
+TEST_F(LaunchTest, EveryWorkerGetsTheExactEnvironmentContract) {
+  ::unsetenv("OMP_NUM_THREADS");
+  RunResult r = Launch(
+      {"--num_processes", "2", "--run_id", "envtest", "--max_restarts", "0",
+       "--gradient_accumulation_steps", "4", "--mixed_precision", "bf16", "--hang_timeout", "100"},
+      {kFake, "--print_env"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto env = EnvByRank(r.out);
+  ASSERT_EQ(env.size(), 2u) << r.out;
+  const std::regex endpoint(R"(127\.0\.0\.1:\d+)");
+  for (int rank = 0; rank < 2; ++rank) {
+    auto& e = env[rank];
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    EXPECT_EQ(e["RANK"], std::to_string(rank));
+    EXPECT_EQ(e["LOCAL_RANK"], std::to_string(rank));
+    EXPECT_EQ(e["WORLD_SIZE"], "2");
+    EXPECT_EQ(e["LOCAL_WORLD_SIZE"], "2");
+    EXPECT_EQ(e["GROUP_RANK"], "0");
+    EXPECT_EQ(e["GROUP_WORLD_SIZE"], "1");
+    EXPECT_EQ(e["ROLE_RANK"], std::to_string(rank));
+    EXPECT_EQ(e["ROLE_NAME"], "default");
+    EXPECT_EQ(e["MASTER_ADDR"], "127.0.0.1");
+    EXPECT_TRUE(std::regex_match(e["MASTER_PORT"], std::regex(R"(\d+)"))) << e["MASTER_PORT"];
+    EXPECT_EQ(e["TORCHELASTIC_RESTART_COUNT"], "0");
+    EXPECT_EQ(e["TORCHELASTIC_MAX_RESTARTS"], "0");
+    EXPECT_EQ(e["TORCHELASTIC_RUN_ID"], "envtest");
+    EXPECT_EQ(e["OMP_NUM_THREADS"], "1");
+    EXPECT_EQ(e["ACCELERATE_MIXED_PRECISION"], "bf16");
+    EXPECT_EQ(e["ACCELERATE_USE_CPU"], "true");
+    EXPECT_EQ(e["ACCELERATE_DEBUG_MODE"], "false");
+    EXPECT_EQ(e["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"], "4");
+    EXPECT_TRUE(std::regex_match(e["ACCEL_STORE_ENDPOINT"], endpoint)) << e["ACCEL_STORE_ENDPOINT"];
+    // rendezvous::GenerateToken: 32 random bytes as hex.
+    EXPECT_TRUE(std::regex_match(e["ACCEL_RDZV_TOKEN"], std::regex("[0-9a-f]{64}")))
+        << e["ACCEL_RDZV_TOKEN"];
+    EXPECT_THAT(e["ACCEL_ERROR_FILE"],
+                HasSubstr("/attempt_0/rank_" + std::to_string(rank) + "/error.json"));
+    EXPECT_THAT(e["ACCEL_PROGRESS_FILE"], HasSubstr("/rank_" + std::to_string(rank) + "/progress"));
+    EXPECT_EQ(e["ACCEL_BACKEND"], "gloo");
+  }
+  EXPECT_EQ(env[0]["ACCEL_RDZV_TOKEN"], env[1]["ACCEL_RDZV_TOKEN"]);
+  EXPECT_EQ(env[0]["ACCEL_STORE_ENDPOINT"], env[1]["ACCEL_STORE_ENDPOINT"]);
+  EXPECT_EQ(env[0]["MASTER_PORT"], env[1]["MASTER_PORT"]);
+}
+
+TEST_F(LaunchTest, OneProcessExecsTheWorkerWithoutRendezvous) {
+  pid_t launcher_pid = 0;
+  RunResult r = Launch({"--num_processes", "1"}, {kFake, "--print_env", "--print_pids"},
+                       absl::Seconds(30), [&](pid_t pid) { launcher_pid = pid; });
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("ENV RANK=0\n"));
+  EXPECT_THAT(r.out, HasSubstr("ENV WORLD_SIZE=1\n"));
+  EXPECT_THAT(r.out, HasSubstr("ENV ACCEL_STORE_ENDPOINT unset\n"));
+  EXPECT_THAT(r.out, HasSubstr("ENV OMP_NUM_THREADS unset\n"));
+  // The launcher became the worker: same pid, our child.
+  EXPECT_THAT(r.out, HasSubstr("PID " + std::to_string(launcher_pid) + " PPID " +
+                               std::to_string(::getpid())));
+}
+
+TEST_F(LaunchTest, RootCauseExitCodeErrorFileAndStderrAreReported) {
+  RunResult r = Launch({"--num_processes", "3"},
+                       {kFake, "--fail_rank=2", "--fail_sleep=0.3", "--sleep=30", "--exit=5",
+                        "--write_error=CUDA error: out of memory", "--stderr=Traceback (most)"});
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  EXPECT_LT(r.elapsed, absl::Seconds(10));
+  const std::regex root(R"(root cause\s+0\s+\S+\s+2\s+2\s+\d+\s+exit code 5)");
+  EXPECT_TRUE(std::regex_search(r.err, root)) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("rank 2 error file: CUDA error: out of memory"));
+  EXPECT_THAT(r.err, HasSubstr("    | Traceback (most)"));
+}
+
+TEST_F(LaunchTest, WorkerKilledBySignalFailsTheJob) {
+  RunResult r = Launch({"--num_processes", "2"},
+                       {kFake, "--fail_rank=0", "--fail_sleep=0.2", "--signal=9", "--sleep=30"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("signal 9 (SIGKILL)"));
+  EXPECT_LT(r.elapsed, absl::Seconds(10));
+}
+
+TEST_F(LaunchTest, SigtermIgnoringWorkerIsKilledAfterTheGrace) {
+  RunResult r = Launch(
+      {"--num_processes", "2", "--shutdown_grace", "1"},
+      {kFake, "--ignore_term", "--fail_rank=0", "--fail_sleep=0.5", "--exit=3", "--sleep=60"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_GE(r.elapsed, absl::Seconds(1.5));
+  EXPECT_LT(r.elapsed, absl::Seconds(6));
+}
+
+TEST_F(LaunchTest, SigkilledLauncherLeavesNoWorkerBehind) {
+  std::set<pid_t> workers;
+  RunResult r = Launch({"--num_processes", "2"}, {kFake, "--pid_dir=" + dir_, "--sleep=60"},
+                       absl::Seconds(30), [&](pid_t launcher) {
+                         const absl::Time deadline = absl::Now() + absl::Seconds(20);
+                         while (absl::Now() < deadline && workers.size() < 2) {
+                           workers.clear();
+                           for (int rank = 0; rank < 2; ++rank) {
+                             const std::string pid =
+                                 ReadFile(dir_ + "/rank_" + std::to_string(rank) + ".pid");
+                             if (!pid.empty()) workers.insert(std::atoi(pid.c_str()));
+                           }
+                           absl::SleepFor(absl::Milliseconds(20));
+                         }
+                         ::kill(launcher, SIGKILL);
+                       });
+  EXPECT_EQ(r.exit_code, 128 + SIGKILL);
+  ASSERT_EQ(workers.size(), 2u);
+  // PR_SET_PDEATHSIG: the orphans die at once and come back to us (subreaper) to be reaped.
+  for (pid_t pid : workers) {
+    int status = 0;
+    pid_t got = 0;
+    const absl::Time deadline = absl::Now() + absl::Seconds(5);
+    while ((got = ::waitpid(pid, &status, WNOHANG)) == 0 && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    ASSERT_EQ(got, pid) << "worker " << pid << " survived its launcher";
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    EXPECT_FALSE(Alive(pid));
+  }
+}
+
+TEST_F(LaunchTest, SigintIsForwardedAndTheExitCodeSaysSo) {
+  RunResult r =
+      Launch({"--num_processes", "2"}, {kFake, "--pid_dir=" + dir_, "--sleep=60"},
+             absl::Seconds(30), [&](pid_t launcher) {
+               std::thread([launcher, this] {
+                 const absl::Time deadline = absl::Now() + absl::Seconds(20);
+                 while (absl::Now() < deadline && ReadFile(dir_ + "/rank_1.pid").empty()) {
+                   absl::SleepFor(absl::Milliseconds(20));
+                 }
+                 ::kill(launcher, SIGINT);
+               }).detach();
+             });
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_LT(r.elapsed, absl::Seconds(10));
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_FALSE(
+        Alive(std::atoi(ReadFile(dir_ + "/rank_" + std::to_string(rank) + ".pid").c_str())));
+  }
+}
+
+TEST_F(LaunchTest, RestartsIncrementTheRestartCount) {
+  // Each attempt prints its count, then fails after a moment (a peer that fails first may stop
+  // the other before it prints, so each count is expected from at least one rank).
+  RunResult ok = Launch(
+      {"--num_processes", "2", "--max_restarts", "2"},
+      {kFake, "--print_env=TORCHELASTIC_RESTART_COUNT", "--sleep=0.3", "--fail_until_restart=2"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  for (const char* n : {"0", "1", "2"}) {
+    EXPECT_THAT(ok.out, HasSubstr(std::string("] ENV TORCHELASTIC_RESTART_COUNT=") + n));
+  }
+  EXPECT_THAT(ok.out, Not(HasSubstr("TORCHELASTIC_RESTART_COUNT=3")));
+  RunResult exhausted =
+      Launch({"--num_processes", "2", "--max_restarts", "1"}, {kFake, "--fail_until_restart=5"});
+  EXPECT_EQ(exhausted.exit_code, 1) << exhausted.err;
+  EXPECT_THAT(exhausted.err, HasSubstr("worker failed (attempt 1)"));
+}
+
+TEST_F(LaunchTest, HangTimeoutNamesTheStalledRanksAndStopsTheJob) {
+  RunResult r =
+      Launch({"--num_processes", "2", "--hang_timeout", "1", "--monitor_interval", "0.05"},
+             {kFake, "--progress=5", "--sleep=60"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("hang detected"));
+  EXPECT_THAT(r.err, HasSubstr("rank 0: hang: no progress for"));
+  EXPECT_THAT(r.err, HasSubstr("rank 1: hang: no progress for"));
+  EXPECT_THAT(r.err, HasSubstr("(at step 5)"));
+  EXPECT_GE(r.elapsed, absl::Seconds(1));
+  EXPECT_LT(r.elapsed, absl::Seconds(8));
+}
+
+TEST_F(LaunchTest, WhatAWorkerLeavesInItsProcessGroupIsKilled) {
+  // One leftover holds the output pipe open, the other does not.
+  RunResult r = Launch(
+      {"--num_processes", "2"},
+      {"/bin/sh", "-c", "sleep 60 & echo child=$!; sleep 60 >/dev/null 2>&1 & echo child=$!"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(r.elapsed, absl::Seconds(1.5));  // the sleeps did not hold the output pipes open
+  for (const std::string& line : LinesWith(r.out, "[rank ")) {
+    const pid_t child = std::atoi(line.substr(line.find("child=") + 6).c_str());
+    ASSERT_GT(child, 0) << line;
+    // Orphaned, it came back to us (subreaper): reap it and check it was killed.
+    int status = 0;
+    pid_t got = 0;
+    const absl::Time deadline = absl::Now() + absl::Seconds(5);
+    while ((got = ::waitpid(child, &status, WNOHANG)) == 0 && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    ASSERT_EQ(got, child) << "leftover " << child << " still running";
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  }
+}
+
+TEST_F(LaunchTest, WorkersReadEndOfFileFromStdin) {
+  RunResult r = Launch({"--num_processes", "2"}, {"/bin/sh", "-c", "read line; echo read=$?"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("[rank 0] read=1\n"));
+  EXPECT_THAT(r.out, HasSubstr("[rank 1] read=1\n"));
+}
+
+TEST_F(LaunchTest, LogDirTeeAndRanksFilter) {
+  RunResult quiet = Launch({"--num_processes", "2", "--log_dir", dir_, "--run_id", "logs"},
+                           {kFake, "--lines=2:10", "--stderr=warn"});
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_THAT(quiet.out, Not(HasSubstr("[rank")));  // files only
+  EXPECT_EQ(ReadFile(dir_ + "/logs/attempt_0/rank_1/stdout.log"),
+            "rank 1 line 0 \nrank 1 line 1 \n");
+  EXPECT_EQ(ReadFile(dir_ + "/logs/attempt_0/rank_0/stderr.log"), "warn\n");
+
+  RunResult tee = Launch({"--num_processes", "2", "--log_dir", dir_, "--run_id", "tee", "--tee",
+                          "--ranks_filter", "1"},
+                         {kFake, "--lines=2:10"});
+  ASSERT_EQ(tee.exit_code, 0) << tee.err;
+  EXPECT_EQ(tee.out, "[rank 1] rank 1 line 0 \n[rank 1] rank 1 line 1 \n");
+  EXPECT_EQ(ReadFile(dir_ + "/tee/attempt_0/rank_0/stdout.log"),
+            "rank 0 line 0 \nrank 0 line 1 \n");
+}
+
+TEST_F(LaunchTest, LinesFromManyRanksNeverInterleave) {
+  RunResult r = Launch({"--num_processes", "4"}, {kFake, "--lines=2000:300"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex line(R"(\[rank (\d)\] rank (\d) line \d+ x+)");
+  int count = 0;
+  for (absl::string_view l : absl::StrSplit(r.out, '\n', absl::SkipEmpty())) {
+    std::cmatch m;
+    ASSERT_TRUE(std::regex_match(l.begin(), l.end(), m, line)) << l.substr(0, 120);
+    ASSERT_EQ(m[1].str(), m[2].str());
+    ASSERT_EQ(l.size(), 9u + 300u);
+    ++count;
+  }
+  EXPECT_EQ(count, 4 * 2000);
+}
+
+TEST_F(LaunchTest, WorkersInheritNoDescriptorOfTheLauncher) {
+  // Workers get 0, 1, 2 and whatever this test itself inherited without FD_CLOEXEC (the
+  // launcher passes those on untouched); nothing the launcher opened (gRPC, pipes, signalfd).
+  std::set<int> expected = {0, 1, 2};
+  DIR* dir = ::opendir("/proc/self/fd");
+  for (dirent* e = ::readdir(dir); e != nullptr; e = ::readdir(dir)) {
+    const int fd = std::atoi(e->d_name);
+    if (e->d_name[0] == '.' || fd == ::dirfd(dir)) continue;
+    if ((::fcntl(fd, F_GETFD) & FD_CLOEXEC) == 0) expected.insert(fd);
+  }
+  ::closedir(dir);
+  std::string want = "FDS";
+  for (int fd : expected) want += " " + std::to_string(fd);
+  RunResult r = Launch({"--num_processes", "2"}, {kFake, "--list_fds"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("[rank 0] " + want + "\n"));
+  EXPECT_THAT(r.out, HasSubstr("[rank 1] " + want + "\n"));
+}
+
+TEST_F(LaunchTest, MissingProgramIsAClearErrorBeforeAnythingStarts) {
+  RunResult r = Launch({"--num_processes", "2"}, {dir_ + "/no_such_train.bin"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("resolve program " + dir_ + "/no_such_train.bin: No such file"));
+  RunResult path = Launch({"--num_processes", "2"}, {"no_such_program_on_path"});
+  EXPECT_EQ(path.exit_code, 2);
+  EXPECT_THAT(path.err, HasSubstr("no_such_program_on_path"));
+}
+
+TEST_F(LaunchTest, RendezvousTimeoutIsExitCodeThreeAndNamesTheMissingMachine) {
+  // Machine 0 of a two-machine job whose machine 1 never comes.
+  auto port = launcher::PickFreePort("127.0.0.1");
+  ASSERT_TRUE(port.ok()) << port.status();
+  const std::string endpoint = "127.0.0.1:" + std::to_string(*port);
+  RunResult r = RunCommand(
+      {kLauncher, "--use_cpu", "--num_machines=2", "--num_processes=2", "--machine_rank=0",
+       "--main_process_ip=127.0.0.1", "--main_process_port=" + std::to_string(*port),
+       "--rdzv_timeout=1", kFake, "--pid_dir=" + dir_},
+      {}, absl::Seconds(30));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("join rendezvous at " + endpoint));
+  EXPECT_THAT(r.err, HasSubstr("missing machine_rank 1"));
+  EXPECT_LT(r.elapsed, absl::Seconds(10));
+  EXPECT_TRUE(ReadFile(dir_ + "/rank_0.pid").empty());  // no worker started
+}
+
+TEST_F(LaunchTest, DryRunPrintsThePlanAndStartsNothing) {
+  RunResult r = Launch({"--num_processes", "2", "--dry_run", "--gradient_accumulation_steps", "2"},
+                       {kFake, "--pid_dir=" + dir_});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("processes/machine:   2 (world size 2)"));
+  EXPECT_THAT(r.out, HasSubstr("accumulation steps:  2"));
+  EXPECT_THAT(r.out, HasSubstr("rendezvous:          127.0.0.1"));
+  EXPECT_TRUE(ReadFile(dir_ + "/rank_0.pid").empty());
+}
+
+TEST_F(LaunchTest, UnmodifiedTorchDistributedScriptRuns) {
+  if (::access("/usr/bin/python3", X_OK) != 0 ||
+      RunCommand({"/usr/bin/python3", "-c", "import torch.distributed"}, {}, absl::Seconds(60))
+              .exit_code != 0) {
+    GTEST_SKIP() << "Debian's python3-torch is not installed (/usr/bin/python3 -c 'import torch')";
+  }
+  RunResult r =
+      Launch({"--num_processes", "2"},
+             {"/usr/bin/python3", std::string(ACCEL_SOURCE_DIR) + "/tests/testing/torch_gloo.py"},
+             absl::Seconds(120));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("[rank 0] torch_gloo rank 0/2 local 0 all_reduce 3 expected 3"));
+  EXPECT_THAT(r.out, HasSubstr("[rank 1] torch_gloo rank 1/2 local 1 all_reduce 3 expected 3"));
+}
+
+}  // namespace
+}  // namespace accel::testing

@@ -1,0 +1,282 @@
+// Multi-process tests of the supervisor with real workers (fake_worker): exit codes, signals,
+// the SIGTERM → grace → SIGKILL teardown, signal forwarding, aborts, hangs, fd hygiene and reaping.
+#include "launcher/process/supervisor.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "launcher/process/os_util.h"
+
+namespace accel::launcher {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::string Drain(int fd) {
+  std::string out;
+  char buf[4096];
+  ::fcntl(fd, F_SETFL, O_NONBLOCK);
+  for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+// The descriptors of this process that a child would inherit (no FD_CLOEXEC).
+std::set<int> InheritableFds() {
+  std::set<int> out;
+  DIR* dir = ::opendir("/proc/self/fd");
+  const int own = ::dirfd(dir);
+  for (dirent* e = ::readdir(dir); e != nullptr; e = ::readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    const int fd = std::atoi(e->d_name);
+    if (fd == own) continue;
+    const int flags = ::fcntl(fd, F_GETFD);
+    if (flags >= 0 && (flags & FD_CLOEXEC) == 0) out.insert(fd);
+  }
+  ::closedir(dir);
+  return out;
+}
+
+class SupervisorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto signals = SignalFd::Create();
+    ASSERT_TRUE(signals.ok()) << signals.status();
+    signals_ = std::make_unique<SignalFd>(*std::move(signals));
+    auto abort = AbortChannel::Create();
+    ASSERT_TRUE(abort.ok());
+    abort_ = *std::move(abort);
+    auto out = MakePipe();
+    auto err = MakePipe();
+    ASSERT_TRUE(out.ok() && err.ok());
+    out_read_ = std::move(out->first);
+    out_write_ = std::move(out->second);
+    err_read_ = std::move(err->first);
+    err_write_ = std::move(err->second);
+    // Big enough that the console pipes never fill during a test.
+    ::fcntl(out_write_.get(), F_SETPIPE_SZ, 1 << 20);
+    ::fcntl(err_write_.get(), F_SETPIPE_SZ, 1 << 20);
+    dir_ = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+           "/accel_supervisor_XXXXXX";
+    ASSERT_NE(::mkdtemp(dir_.data()), nullptr);
+  }
+  void TearDown() override {
+    RemoveTree(dir_);
+    // Nothing of ours may be left: no child, running or zombie.
+    EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1);
+    EXPECT_EQ(errno, ECHILD);
+  }
+
+  std::vector<WorkerLaunch> Workers(int n, const std::vector<std::string>& args) {
+    std::vector<WorkerLaunch> out;
+    for (int r = 0; r < n; ++r) {
+      WorkerLaunch w;
+      w.rank = r;
+      w.local_rank = r;
+      w.files.error_file = dir_ + "/error_" + std::to_string(r) + ".json";
+      w.files.progress_file = dir_ + "/progress_" + std::to_string(r);
+      w.spec.label = "worker rank=" + std::to_string(r);
+      w.spec.path = FAKE_WORKER_PATH;
+      w.spec.argv = {"fake_worker"};
+      w.spec.argv.insert(w.spec.argv.end(), args.begin(), args.end());
+      w.spec.env = {"RANK=" + std::to_string(r), "ACCEL_ERROR_FILE=" + w.files.error_file,
+                    "ACCEL_PROGRESS_FILE=" + w.files.progress_file};
+      out.push_back(std::move(w));
+    }
+    return out;
+  }
+
+  AttemptResult Run(std::vector<WorkerLaunch> workers, SupervisorOptions options = {},
+                    std::vector<WorkerFailure>* reported = nullptr,
+                    std::vector<int>* interrupts = nullptr) {
+    OutputOptions output;
+    output.console_stdout = out_write_.get();
+    output.console_stderr = err_write_.get();
+    OutputRouter router(output);
+    options.host = "testhost";
+    Supervisor supervisor(options, *signals_, *abort_);
+    const absl::Time start = absl::Now();
+    AttemptResult result = supervisor.Run(
+        std::move(workers), router,
+        [&](const WorkerFailure& f) {
+          if (reported != nullptr) reported->push_back(f);
+        },
+        [&](int signal) {
+          if (interrupts != nullptr) interrupts->push_back(signal);
+        });
+    elapsed_ = absl::Now() - start;
+    return result;
+  }
+
+  std::unique_ptr<SignalFd> signals_;
+  std::unique_ptr<AbortChannel> abort_;
+  UniqueFd out_read_, out_write_, err_read_, err_write_;
+  std::string dir_;
+  absl::Duration elapsed_;
+};
+
+TEST_F(SupervisorTest, AllWorkersSucceed) {
+  AttemptResult result = Run(Workers(2, {"--lines=3:20"}));
+  EXPECT_EQ(result.end, AttemptEnd::kSucceeded);
+  EXPECT_TRUE(result.failures.empty());
+  const std::string out = Drain(out_read_.get());
+  EXPECT_THAT(out, HasSubstr("[rank 0] rank 0 line 2 xxxxxx\n"));
+  EXPECT_THAT(out, HasSubstr("[rank 1] rank 1 line 0 xxxxxx\n"));
+}
+
+TEST_F(SupervisorTest, ExitCodeIsTheRootCauseAndPeersAreStopped) {
+  std::vector<WorkerFailure> reported;
+  AttemptResult result =
+      Run(Workers(3, {"--fail_rank=1", "--fail_sleep=0.2", "--sleep=30", "--exit=7",
+                      "--write_error=loss is NaN", "--stderr=Traceback: boom"}),
+          {}, &reported);
+  EXPECT_EQ(result.end, AttemptEnd::kWorkerFailed);
+  ASSERT_EQ(result.failures.size(), 1u);  // peers stopped by us are not failures
+  const WorkerFailure& root = result.failures[0];
+  EXPECT_EQ(root.rank, 1);
+  EXPECT_EQ(root.exit.exit_code, 7);
+  EXPECT_EQ(root.host, "testhost");
+  EXPECT_GT(root.pid, 0);
+  EXPECT_EQ(root.error_message, "loss is NaN");
+  EXPECT_THAT(root.stderr_tail, ElementsAre("Traceback: boom"));
+  ASSERT_EQ(reported.size(), 1u);
+  EXPECT_EQ(reported[0].rank, 1);
+  EXPECT_EQ(reported[0].error_message, "loss is NaN");
+  EXPECT_LT(elapsed_, absl::Seconds(5));  // the sleeping peers died of SIGTERM at once
+  EXPECT_EQ(::kill(root.pid, 0), -1);     // reaped
+}
+
+TEST_F(SupervisorTest, WorkerKilledBySignal) {
+  AttemptResult result =
+      Run(Workers(2, {"--fail_rank=0", "--fail_sleep=0", "--signal=9", "--sleep=30"}));
+  EXPECT_EQ(result.end, AttemptEnd::kWorkerFailed);
+  ASSERT_EQ(result.failures.size(), 1u);
+  EXPECT_EQ(result.failures[0].rank, 0);
+  EXPECT_EQ(result.failures[0].exit.signal, 9);
+  EXPECT_EQ(DescribeExit(result.failures[0].exit), "signal 9 (SIGKILL)");
+}
+
+TEST_F(SupervisorTest, SigtermIgnoringWorkerIsKilledAfterTheGrace) {
+  std::vector<WorkerLaunch> workers =
+      Workers(2, {"--fail_rank=0", "--fail_sleep=0.5", "--exit=3", "--sleep=60"});
+  workers[1].spec.argv.push_back("--ignore_term");
+  SupervisorOptions options;
+  options.shutdown_grace = absl::Seconds(1);
+  AttemptResult result = Run(std::move(workers), options);
+  EXPECT_EQ(result.end, AttemptEnd::kWorkerFailed);
+  ASSERT_EQ(result.failures.size(), 1u);
+  EXPECT_EQ(result.failures[0].exit.exit_code, 3);
+  EXPECT_GE(elapsed_, absl::Seconds(1.5));
+  EXPECT_LT(elapsed_, absl::Seconds(4.5));
+}
+
+TEST_F(SupervisorTest, LauncherSignalIsForwardedAndEndsTheAttempt) {
+  std::thread sender([] {
+    absl::SleepFor(absl::Milliseconds(300));
+    ::kill(::getpid(), SIGINT);
+  });
+  AttemptResult result = Run(Workers(2, {"--sleep=30"}));
+  sender.join();
+  EXPECT_EQ(result.end, AttemptEnd::kInterrupted);
+  EXPECT_EQ(result.signal, SIGINT);
+  EXPECT_LT(elapsed_, absl::Seconds(5));
+}
+
+TEST_F(SupervisorTest, SecondSignalKillsWithoutWaitingForTheGrace) {
+  std::thread sender([] {
+    absl::SleepFor(absl::Milliseconds(300));
+    ::kill(::getpid(), SIGTERM);
+    absl::SleepFor(absl::Milliseconds(300));
+    ::kill(::getpid(), SIGINT);
+  });
+  SupervisorOptions options;
+  options.shutdown_grace = absl::Seconds(30);
+  std::vector<int> interrupts;
+  AttemptResult result =
+      Run(Workers(2, {"--ignore_term", "--sleep=60"}), options, nullptr, &interrupts);
+  sender.join();
+  EXPECT_EQ(result.end, AttemptEnd::kInterrupted);
+  EXPECT_EQ(result.signal, SIGTERM);
+  EXPECT_EQ(interrupts, std::vector<int>{SIGTERM});  // once, before the teardown
+  EXPECT_LT(elapsed_, absl::Seconds(5));
+}
+
+TEST_F(SupervisorTest, AbortFromAnotherThreadStopsTheWorkers) {
+  std::thread aborter([this] {
+    absl::SleepFor(absl::Milliseconds(300));
+    abort_->Abort("machine 1 rank 3 failed");
+  });
+  AttemptResult result = Run(Workers(2, {"--sleep=30"}));
+  aborter.join();
+  EXPECT_EQ(result.end, AttemptEnd::kAborted);
+  EXPECT_EQ(result.abort_reason, "machine 1 rank 3 failed");
+  EXPECT_LT(elapsed_, absl::Seconds(5));
+}
+
+TEST_F(SupervisorTest, HangIsDetectedAndNamesTheStalledRanks) {
+  SupervisorOptions options;
+  options.hang_timeout = absl::Seconds(1);
+  options.monitor_interval = absl::Milliseconds(50);
+  std::vector<WorkerFailure> reported;
+  AttemptResult result = Run(Workers(2, {"--progress=3", "--sleep=30"}), options, &reported);
+  EXPECT_EQ(result.end, AttemptEnd::kHang);
+  ASSERT_EQ(result.failures.size(), 2u);
+  EXPECT_THAT(result.failures[0].detail, HasSubstr("at step 3"));
+  EXPECT_EQ(reported.size(), 1u);
+  EXPECT_GE(elapsed_, absl::Seconds(1));
+  EXPECT_LT(elapsed_, absl::Seconds(5));
+}
+
+TEST_F(SupervisorTest, SpawnFailureStopsTheWorkersAlreadyStarted) {
+  std::vector<WorkerLaunch> workers = Workers(2, {"--sleep=30"});
+  workers[1].spec.path = "/nonexistent/train.bin";
+  AttemptResult result = Run(std::move(workers));
+  EXPECT_EQ(result.end, AttemptEnd::kSpawnFailed);
+  EXPECT_EQ(std::string(result.spawn_error.message()),
+            "spawn worker rank=1: execve /nonexistent/train.bin: No such file or directory");
+  EXPECT_LT(elapsed_, absl::Seconds(5));
+}
+
+TEST_F(SupervisorTest, WorkersInheritNoDescriptorOfOurs) {
+  std::set<int> expected = InheritableFds();
+  expected.insert({0, 1, 2});
+  AttemptResult result = Run(Workers(1, {"--list_fds"}));
+  ASSERT_EQ(result.end, AttemptEnd::kSucceeded);
+  std::string want = "[rank 0] FDS";
+  for (int fd : expected) want += " " + std::to_string(fd);
+  EXPECT_THAT(Drain(out_read_.get()), HasSubstr(want + "\n"));
+}
+
+TEST_F(SupervisorTest, ShebangScriptRunsAndNonExecutableIsRefused) {
+  const std::string script = dir_ + "/train.sh";
+  {
+    UniqueFd fd(::open(script.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    const std::string text = "#!/bin/sh\necho \"script rank $RANK\"\n";
+    ASSERT_EQ(::write(fd.get(), text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  }
+  auto refused = ResolveProgram(script, "");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied);
+  ::chmod(script.c_str(), 0755);
+  auto resolved = ResolveProgram(script, "");
+  ASSERT_TRUE(resolved.ok());
+  std::vector<WorkerLaunch> workers = Workers(1, {});
+  workers[0].spec.path = *resolved;
+  workers[0].spec.argv = {script};
+  AttemptResult result = Run(std::move(workers));
+  EXPECT_EQ(result.end, AttemptEnd::kSucceeded);
+  EXPECT_EQ(Drain(out_read_.get()), "[rank 0] script rank 0\n");
+}
+
+}  // namespace
+}  // namespace accel::launcher

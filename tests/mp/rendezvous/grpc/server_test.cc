@@ -1,0 +1,326 @@
+// The store and join over real gRPC on 127.0.0.1: semantics, exact wait deadlines, limits, auth,
+// garbage requests, thousands of concurrent waits, cancellation and shutdown.
+#include "rendezvous/grpc/server.h"
+
+#include <gmock/gmock.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <thread>
+
+#include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/notification.h"
+#include "accel/rendezvous/v1/rendezvous.grpc.pb.h"
+#include "rendezvous/grpc/auth.h"
+#include "rendezvous/grpc/channel.h"
+#include "rendezvous/grpc/rendezvous_client.h"
+#include "rendezvous/grpc/store_client.h"
+
+namespace accel::rendezvous {
+namespace {
+
+using ::testing::HasSubstr;
+
+class GrpcTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ServerOptions options;
+    options.run_id = "run";
+    options.num_machines = 2;
+    options.token = "tok";
+    options.rdzv_timeout = absl::Seconds(20);
+    options.limits.max_value_bytes = 1024;
+    options.limits.max_total_bytes = 64 * 1024;
+    auto server = RendezvousServer::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+  }
+
+  std::unique_ptr<Store> Connect(const std::string& ns = "run/0",
+                                 const std::string& token = "tok") {
+    auto store = ConnectStore(server_->endpoint(), token, ns);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? *std::move(store) : nullptr;
+  }
+
+  std::unique_ptr<RendezvousServer> server_;
+};
+
+TEST_F(GrpcTest, StoreRoundTripsAndNamespacesAreSeparate) {
+  auto a = Connect("run/0");
+  auto b = Connect("run/1");
+  ASSERT_TRUE(a->Set("k", std::string("\0bin", 4)).ok());
+  EXPECT_EQ(*a->Get("k", absl::ZeroDuration()), std::string("\0bin", 4));
+  EXPECT_EQ(b->Get("k", absl::ZeroDuration()).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(*a->Add("n", 5), 5);
+  EXPECT_EQ(*a->Add("n", -2), 3);
+  EXPECT_EQ(*a->CompareSet("n", "3", "x"), "x");
+  EXPECT_TRUE(*a->Delete("n"));
+  EXPECT_FALSE(*a->Delete("n"));
+}
+
+TEST_F(GrpcTest, WaitTimesOutAtItsDeadlineNamingMissingKeys) {
+  auto store = Connect();
+  ASSERT_TRUE(store->Set("a", "1").ok());
+  const absl::Time start = absl::Now();
+  absl::Status status = store->Wait({"a", "b"}, absl::Milliseconds(300));
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(status.message(), "store at " + server_->endpoint() +
+                                  ": wait for store keys: deadline exceeded; still missing: \"b\"");
+  EXPECT_GE(took, absl::Milliseconds(300));
+  EXPECT_LT(took, absl::Milliseconds(550));  // the server's timer, plus slack for load
+}
+
+TEST_F(GrpcTest, GetWaitsUntilAnotherClientSets) {
+  auto reader = Connect();
+  auto writer = Connect();
+  std::thread set([&] {
+    absl::SleepFor(absl::Milliseconds(100));
+    EXPECT_TRUE(writer->Set("nccl_id", "xyz").ok());
+  });
+  absl::StatusOr<std::string> value = reader->Get("nccl_id", absl::Seconds(10));
+  set.join();
+  ASSERT_TRUE(value.ok()) << value.status();
+  EXPECT_EQ(*value, "xyz");
+}
+
+TEST_F(GrpcTest, OversizeValuesAreRefusedAndTheServerKeepsServing) {
+  auto store = Connect();
+  absl::Status status = store->Set("big", std::string(2000, 'x'));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("value of 2000 bytes is over the limit of 1024 bytes"));
+  for (int i = 0; i < 80; ++i) {
+    status = store->Set("fill" + std::to_string(i), std::string(1000, 'x'));
+    if (!status.ok()) break;
+  }
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(status.message(), HasSubstr("over its limit of 65536 bytes"));
+  // Over the message limit: refused by gRPC itself.
+  status = store->Set("huge", std::string(20 * 1024 * 1024, 'x'));
+  EXPECT_FALSE(status.ok());
+  EXPECT_TRUE(store->Set("small", "ok").ok());
+}
+
+TEST_F(GrpcTest, WrongOrMissingTokenIsUnauthenticated) {
+  auto wrong = Connect("run/0", "nope");
+  absl::Status status = wrong->Set("k", "v");
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(status.message(), HasSubstr("store set from ipv4:127.0.0.1:"));
+  EXPECT_THAT(status.message(), HasSubstr("the rendezvous token is wrong"));
+  auto none = Connect("run/0", "");
+  EXPECT_THAT(none->Get("k", absl::ZeroDuration()).status().message(),
+              HasSubstr("no rendezvous token was sent"));
+}
+
+TEST_F(GrpcTest, GarbageRequestBytesGetAnErrorStatus) {
+  ChannelOptions channel_options;
+  channel_options.endpoint = server_->endpoint();
+  auto channel = MakeChannel(channel_options);
+  ASSERT_TRUE(channel.ok());
+  grpc::GenericStub stub(*channel);
+  const char garbage[] = "\xff\xff\xff\xff\x0f\x01garbage";
+  for (const char* method :
+       {"/accel.rendezvous.v1.Store/Set", "/accel.rendezvous.v1.Store/Wait",
+        "/accel.rendezvous.v1.Rendezvous/Join", "/accel.rendezvous.v1.Rendezvous/Report"}) {
+    grpc::ClientContext context;
+    PrepareContext(context, "tok", absl::Now() + absl::Seconds(5));
+    grpc::Slice slice(garbage, sizeof(garbage) - 1);
+    grpc::ByteBuffer request(&slice, 1);
+    grpc::ByteBuffer response;
+    absl::Notification done;
+    grpc::Status status;
+    stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response, [&](grpc::Status s) {
+      status = s;
+      done.Notify();
+    });
+    ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10))) << method;
+    EXPECT_FALSE(status.ok()) << method;
+  }
+  EXPECT_TRUE(Connect()->Set("still", "alive").ok());
+}
+
+TEST_F(GrpcTest, ThousandsOfConcurrentWaitsAreReleasedByOneSet) {
+  constexpr int kWaiters = 2000;
+  ChannelOptions channel_options;
+  channel_options.endpoint = server_->endpoint();
+  auto channel = MakeChannel(channel_options);
+  ASSERT_TRUE(channel.ok());
+  auto stub = v1::Store::NewStub(*channel);
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<v1::Ack> responses(kWaiters);
+  v1::WaitRequest request;
+  request.set_ns("run/0");
+  request.add_keys("go");
+  request.set_timeout_ms(30000);
+  absl::BlockingCounter finished(kWaiters);
+  std::atomic<int> ok{0};
+  for (int i = 0; i < kWaiters; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    PrepareContext(*contexts.back(), "tok", absl::Now() + absl::Seconds(40));
+    stub->async()->Wait(contexts.back().get(), &request, &responses[i], [&](grpc::Status s) {
+      if (s.ok()) ok.fetch_add(1);
+      finished.DecrementCount();
+    });
+  }
+  absl::SleepFor(absl::Seconds(1));  // let them all arrive and block
+  EXPECT_EQ(ok.load(), 0);
+  const absl::Time start = absl::Now();
+  ASSERT_TRUE(Connect()->Set("go", "1").ok());
+  finished.Wait();
+  EXPECT_EQ(ok.load(), kWaiters);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+}
+
+TEST_F(GrpcTest, ShutdownFailsPendingWaitsPromptly) {
+  auto store = Connect();
+  absl::Status status;
+  std::thread waiter([&] { status = store->Wait({"never"}, absl::Seconds(30)); });
+  absl::SleepFor(absl::Milliseconds(200));
+  const absl::Time start = absl::Now();
+  server_->Shutdown();
+  waiter.join();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+}
+
+TEST_F(GrpcTest, AbandonedJoinIsWithdrawnSoItsRankCanJoinAgain) {
+  JoinRequest request;
+  request.run_id = "run";
+  request.machine_rank = 1;
+  request.num_machines = 2;
+  request.hostname = "b";
+  ClientOptions options;
+  options.endpoint = server_->endpoint();
+  options.token = "tok";
+  auto first = NewGrpcRendezvousClient(options);
+  ASSERT_TRUE(first.ok());
+  auto gave_up = (*first)->Join(request, absl::Now() + absl::Milliseconds(300));
+  EXPECT_EQ(gave_up.status().code(), absl::StatusCode::kDeadlineExceeded);
+  absl::SleepFor(absl::Milliseconds(200));         // the server sees the cancel
+  auto second = NewGrpcRendezvousClient(options);  // a restarted agent: another nonce
+  ASSERT_TRUE(second.ok());
+  absl::StatusOr<JoinResult> joined1;
+  std::thread t(
+      [&, request] { joined1 = (*second)->Join(request, absl::Now() + absl::Seconds(10)); });
+  request.machine_rank = 0;
+  request.hostname = "a";
+  auto zero = NewGrpcRendezvousClient(options);
+  auto joined0 = (*zero)->Join(request, absl::Now() + absl::Seconds(10));
+  t.join();
+  ASSERT_TRUE(joined1.ok()) << joined1.status();
+  ASSERT_TRUE(joined0.ok()) << joined0.status();
+  EXPECT_EQ(joined1->base_rank, 1);
+  EXPECT_EQ(joined1->world_size, 2);
+  EXPECT_EQ(joined0->store_endpoint, server_->endpoint());
+}
+
+TEST_F(GrpcTest, RestartRunsTheNextAttemptOnTheSameClients) {
+  std::vector<std::unique_ptr<RendezvousClient>> clients;
+  for (int rank = 0; rank < 2; ++rank) {
+    ClientOptions options;
+    options.endpoint = server_->endpoint();
+    options.token = "tok";
+    options.run_id = "run";
+    options.machine_rank = rank;
+    clients.push_back(*NewGrpcRendezvousClient(options));
+  }
+  auto join_all = [&]() {
+    std::vector<absl::StatusOr<JoinResult>> results(2);
+    std::vector<std::thread> threads;
+    for (int rank = 0; rank < 2; ++rank) {
+      threads.emplace_back([&, rank] {
+        JoinRequest request;
+        request.run_id = "run";
+        request.machine_rank = rank;
+        request.num_machines = 2;
+        results[rank] = clients[rank]->Join(request, absl::Now() + absl::Seconds(10));
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    return results;
+  };
+  std::vector<absl::StatusOr<JoinResult>> first = join_all();
+  ASSERT_TRUE(first[0].ok() && first[1].ok()) << first[0].status() << first[1].status();
+  std::vector<absl::Notification> got(2);
+  std::vector<Event> events(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(clients[rank]
+                    ->Watch(0,
+                            [&, rank](const Event& e) {
+                              events[rank] = e;
+                              got[rank].Notify();
+                            })
+                    .ok());
+  }
+  EXPECT_EQ(clients[0]->Watch(0, [](const Event&) {}).code(),
+            absl::StatusCode::kFailedPrecondition);
+  RootCause cause;
+  cause.machine_rank = 1;
+  cause.rank = 1;
+  cause.exit_code = 9;
+  cause.message = "rank 1 exited with 9";
+  ASSERT_TRUE(clients[1]->RequestRestart(0, cause).ok());
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(got[rank].WaitForNotificationWithTimeout(absl::Seconds(10)));
+    EXPECT_EQ(events[rank].kind, Event::Kind::kRestart);
+    EXPECT_EQ(events[rank].attempt, 1);
+    EXPECT_EQ(events[rank].root_cause.message, "rank 1 exited with 9");
+  }
+  std::vector<absl::StatusOr<JoinResult>> second = join_all();
+  ASSERT_TRUE(second[0].ok() && second[1].ok()) << second[0].status() << second[1].status();
+  EXPECT_EQ(second[0]->attempt, 1);
+  EXPECT_EQ(second[1]->store_namespace, "run/1");
+  absl::Notification done;
+  EXPECT_TRUE(clients[0]->Watch(1, [&](const Event&) { done.Notify(); }).ok());
+  ASSERT_TRUE(clients[0]->ReportDone(1).ok());
+  ASSERT_TRUE(clients[1]->ReportDone(1).ok());
+  EXPECT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+}
+
+TEST(GrpcTlsTest, TlsServerServesTlsClientsAndRefusesPlaintext) {
+  const std::string dir = ::testing::TempDir() + "/rdzv_tls_" + std::to_string(::getpid());
+  const std::string command =
+      "mkdir -p " + dir + " && timeout 60 openssl req -x509 -newkey rsa:2048 -nodes -days 1 " +
+      "-subj /CN=localhost -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " + dir +
+      "/key.pem -out " + dir + "/cert.pem >/dev/null 2>&1";
+  if (std::system(command.c_str()) != 0) GTEST_SKIP() << "openssl cannot make a test certificate";
+  ServerOptions options;
+  options.run_id = "run";
+  options.token = "tok";
+  options.tls_cert_path = dir + "/cert.pem";
+  options.tls_key_path = dir + "/key.pem";
+  auto server = RendezvousServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  StoreClientOptions tls;
+  tls.tls_ca_path = dir + "/cert.pem";
+  tls.connect_timeout = absl::Seconds(5);
+  auto secure = ConnectStore((*server)->endpoint(), "tok", "run/0", tls);
+  ASSERT_TRUE(secure.ok()) << secure.status();
+  EXPECT_TRUE((*secure)->Set("k", "v").ok());
+  EXPECT_EQ(*(*secure)->Get("k", absl::ZeroDuration()), "v");
+  StoreClientOptions plain;
+  plain.connect_timeout = absl::Seconds(2);
+  plain.rpc_deadline = absl::Seconds(2);
+  auto insecure = ConnectStore((*server)->endpoint(), "tok", "run/0", plain);
+  ASSERT_TRUE(insecure.ok());
+  EXPECT_FALSE((*insecure)->Set("k", "x").ok());
+  EXPECT_EQ(*(*secure)->Get("k", absl::ZeroDuration()), "v");
+  std::system(("rm -rf " + dir).c_str());
+}
+
+TEST(GrpcTlsTest, MissingCertificateIsAClearStartError) {
+  ServerOptions options;
+  options.tls_cert_path = "/nonexistent/cert.pem";
+  options.tls_key_path = "/nonexistent/key.pem";
+  auto server = RendezvousServer::Start(options);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(server.status().message(),
+              HasSubstr("start rendezvous server: TLS certificate: open /nonexistent/cert.pem"));
+}
+
+}  // namespace
+}  // namespace accel::rendezvous

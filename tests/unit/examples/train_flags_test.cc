@@ -1,0 +1,61 @@
+// The example trainer's flag parsing, progress line and IDX reader.
+#include "examples/train_flags.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "examples/idx_reader.h"
+#include "examples/progress_view.h"
+
+namespace accel::examples {
+namespace {
+
+TEST(TrainFlags, ParsesEveryFormAndDefaults) {
+  std::string error;
+  auto flags =
+      ParseTrainFlags({"--layers", "4", "--hidden=128", "--batch_size", "16", "--optimizer", "sgd",
+                       "--grad-accum", "2", "--resume", "--checkpoint-dir", "/tmp/x"},
+                      &error);
+  ASSERT_TRUE(flags) << error;
+  EXPECT_EQ(flags->layers, 4);
+  EXPECT_EQ(flags->hidden, 128);
+  EXPECT_EQ(flags->batch_size, 16);
+  EXPECT_EQ(flags->optimizer, "sgd");
+  EXPECT_EQ(flags->grad_accum, 2);
+  EXPECT_TRUE(flags->resume);
+  EXPECT_EQ(flags->input_dim, 784);
+  EXPECT_EQ(flags->model, "mlp");
+}
+
+TEST(TrainFlags, ReportsAllProblemsAtOnce) {
+  std::string error;
+  auto flags =
+      ParseTrainFlags({"--bogus", "1", "--batch-size", "x", "--lr", "-1", "--model"}, &error);
+  EXPECT_FALSE(flags);
+  EXPECT_EQ(error,
+            "train.bin: unknown flag --bogus (see --help)\n"
+            "train.bin: unexpected argument '1' (see --help)\n"
+            "train.bin: bad value 'x' for --batch-size\n"
+            "train.bin: --model needs a value\n"
+            "train.bin: --lr must be positive\n");
+}
+
+TEST(TrainFlags, WarmupMustLeaveTimedSteps) {
+  std::string error;
+  EXPECT_FALSE(ParseTrainFlags({"--steps", "20", "--warmup", "20"}, &error));
+  EXPECT_EQ(error, "train.bin: --warmup must be in [0, --steps), got 20\n");
+  EXPECT_TRUE(ParseTrainFlags({"--steps", "21", "--warmup", "20"}, &error)) << error;
+}
+
+TEST(TrainFlags, ResumeNeedsACheckpointDir) {
+  std::string error;
+  EXPECT_FALSE(ParseTrainFlags({"--resume"}, &error));
+  EXPECT_EQ(error, "train.bin: --resume needs --checkpoint-dir\n");
+}
+
+}  // namespace
+}  // namespace accel::examples

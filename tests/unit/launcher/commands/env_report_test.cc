@@ -1,0 +1,53 @@
+// `accel-launch env` facts on the machine the tests run on, and the report's wording.
+#include "launcher/commands/env_report.h"
+
+#include <sys/stat.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace accel::launcher {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(EnvReportTest, TextNamesEveryPiece) {
+  HostFacts host = GatherHostFacts();
+  EXPECT_GT(host.cpu_cores, 0);
+  EXPECT_GT(host.ram_mib, 0);
+  EXPECT_FALSE(host.grpc.empty());
+  DeviceReport devices;
+  devices.gpu_error = "cuInit: CUDA driver version is insufficient";
+  devices.cuda_runtime = {true, "13.0", "/usr/local/cuda/lib64/libcudart.so.13"};
+  devices.cuda_driver = {false, "", "dlopen libcuda.so.1: no such file"};
+  ResolvedConfig config;
+  config.path = "/etc/x.yaml";
+  const std::string text = FormatEnvReport(host, devices, config);
+  for (const char* label : {"accel-launch version: ", "\nOS: ", "\nKernel: ", "\nCPU cores: ",
+                            "\nRAM: ", "\nCompiler: ", "\nLibTorch: ", "\nCUDA driver: ",
+                            "\nCUDA runtime: ", "\ncuDNN: ", "\nNCCL: ", "\nMPI: ", "\ngRPC: "}) {
+    EXPECT_THAT(text, HasSubstr(label));
+  }
+  EXPECT_THAT(text, HasSubstr("CUDA runtime: 13.0 (/usr/local/cuda/lib64/libcudart.so.13)\n"));
+  EXPECT_THAT(text, HasSubstr("CUDA driver: not found (dlopen libcuda.so.1: no such file)\n"));
+  EXPECT_THAT(text, HasSubstr("GPUs: no GPU (cuInit: CUDA driver version is insufficient)\n"));
+  EXPECT_THAT(text, HasSubstr("Config file: /etc/x.yaml\nConfig in effect:\n"));
+
+  GpuInfo gpu;
+  gpu.name = "NVIDIA H200";
+  gpu.total_mib = 143771;
+  gpu.cc_major = 9;
+  gpu.sm_count = 132;
+  gpu.fp16 = gpu.bf16 = true;
+  devices.gpus = {gpu};
+  EXPECT_THAT(FormatEnvReport(host, devices, config),
+              HasSubstr("  GPU 0: NVIDIA H200, 143771 MiB, compute capability (9, 0), 132 SMs, "
+                        "fp16: yes, bf16: yes\n"));
+  EXPECT_THAT(FormatEnvReportJson(host, devices, config),
+              HasSubstr("\"gpus\": [{\"index\": 0, \"name\": \"NVIDIA H200\", \"total_mib\": "
+                        "143771, \"compute_capability\": [9, 0], \"sm_count\": 132, \"fp16\": "
+                        "true, \"bf16\": true}]"));
+}
+
+}  // namespace
+}  // namespace accel::launcher

@@ -1,0 +1,29 @@
+// Golden-string tests for config file loading and validation diagnostics: every error class,
+// with the exact caret position.
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "launcher/config/loader.h"
+#include "launcher/config/validate.h"
+
+namespace accel::launcher {
+namespace {
+
+TEST(DiagnosticsTest, CaretKeepsTabs) {
+  Diagnostic d{"f", 1, 3, "\tx y", "bad"};
+  EXPECT_EQ(FormatDiagnostic(d), "f:1:3: bad\n\tx y\n\t ^");
+  EXPECT_EQ(FormatDiagnostic({"ACCEL_NUM_MACHINES=0", 0, 0, "", "bad"}),
+            "ACCEL_NUM_MACHINES=0: bad");
+}
+
+TEST(DiagnosticsTest, EditDistance) {
+  EXPECT_EQ(EditDistance("kitten", "sitting"), 3);
+  EXPECT_EQ(EditDistance("", "abc"), 3);
+  EXPECT_EQ(ClosestMatch("mixed-precison", {"mixed_precision", "num_machines"}), "mixed_precision");
+  EXPECT_EQ(ClosestMatch("zzz", {"mixed_precision", "num_machines"}), "");
+}
+
+}  // namespace
+}  // namespace accel::launcher

@@ -1,0 +1,343 @@
+// JoinCoordinator: completion, timeouts, cancellation, loss, abort, done and restart, driven
+// with explicit times (no threads, no sockets).
+#include "rendezvous/join/coordinator.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace accel::rendezvous {
+namespace {
+
+using ::testing::HasSubstr;
+
+const absl::Time kT0 = absl::FromUnixSeconds(1'000'000);
+
+class RecordingSink : public JoinCoordinator::EventSink {
+ public:
+  void Send(const v1::Event& event) override { events.push_back(event); }
+  void Close(const absl::Status& status) override { closes.push_back(status); }
+  std::vector<v1::Event> events;
+  std::vector<absl::Status> closes;
+};
+
+class CoordinatorTest : public ::testing::Test {
+ protected:
+  explicit CoordinatorTest(int machines = 3, int processes = 0) {
+    options_.run_id = "r1";
+    options_.num_machines = machines;
+    options_.num_processes = processes;
+    options_.rdzv_timeout = absl::Seconds(30);
+    options_.heartbeat_interval = absl::Milliseconds(500);
+    options_.missed_heartbeats_lost = 6;
+    JoinCoordinator::Hooks hooks;
+    hooks.store_port = [] { return 7000; };
+    hooks.pick_master_port = [] { return absl::StatusOr<int>(29500); };
+    hooks.attempt_over = [this](const std::string& ns) { over_.push_back(ns); };
+    coordinator_ = std::make_unique<JoinCoordinator>(options_, std::move(hooks));
+  }
+
+  v1::JoinRequest Request(int rank, int local, const std::string& nonce = "") {
+    v1::JoinRequest r;
+    r.set_run_id("r1");
+    r.set_machine_rank(rank);
+    r.set_num_machines(options_.num_machines);
+    r.set_num_processes(options_.num_processes);
+    r.set_local_processes(local);
+    r.set_hostname("host" + std::to_string(rank));
+    r.add_addresses("10.0.0." + std::to_string(rank + 1));
+    r.set_agent_nonce(nonce.empty() ? "nonce" + std::to_string(rank) : nonce);
+    r.set_want_machines(true);
+    return r;
+  }
+
+  // Joins and records the outcome in results_[rank].
+  JoinCoordinator::Id Join(const v1::JoinRequest& r, absl::Time now = kT0) {
+    const int rank = r.machine_rank();
+    return coordinator_->Join(r, "ipv4:127.0.0.1:5000", now,
+                              [this, rank](absl::StatusOr<v1::JoinResponse> result) {
+                                results_[rank].push_back(std::move(result));
+                              });
+  }
+
+  void JoinAll(const std::vector<int>& locals) {
+    for (int rank = 0; rank < static_cast<int>(locals.size()); ++rank) {
+      Join(Request(rank, locals[rank]));
+    }
+    for (int rank = 0; rank < static_cast<int>(locals.size()); ++rank) {
+      ASSERT_EQ(results_[rank].size(), 1u);
+      ASSERT_TRUE(results_[rank][0].ok()) << results_[rank][0].status();
+    }
+  }
+
+  std::shared_ptr<RecordingSink> WatchAs(int rank, std::int64_t attempt = 0) {
+    auto sink = std::make_shared<RecordingSink>();
+    v1::WatchRequest w;
+    w.set_run_id("r1");
+    w.set_machine_rank(rank);
+    w.set_attempt(attempt);
+    absl::StatusOr<JoinCoordinator::Id> id = coordinator_->Watch(w, sink);
+    EXPECT_TRUE(id.ok()) << id.status();
+    watch_ids_[rank] = id.ok() ? *id : 0;
+    return sink;
+  }
+
+  absl::Status Report(int rank, v1::ReportRequest::Kind kind, const std::string& message = "",
+                      std::int64_t attempt = 0) {
+    v1::ReportRequest r;
+    r.set_run_id("r1");
+    r.set_machine_rank(rank);
+    r.set_attempt(attempt);
+    r.set_kind(kind);
+    r.mutable_cause()->set_machine_rank(rank);
+    r.mutable_cause()->set_message(message);
+    return coordinator_->Report(r, kT0);
+  }
+
+  ServerOptions options_;
+  std::unique_ptr<JoinCoordinator> coordinator_;
+  std::map<int, std::vector<absl::StatusOr<v1::JoinResponse>>> results_;
+  std::map<int, JoinCoordinator::Id> watch_ids_;
+  std::vector<std::string> over_;
+};
+
+TEST_F(CoordinatorTest, CompletesWhenLastMachineJoinsWithPrefixSumRanks) {
+  Join(Request(2, 2));
+  Join(Request(0, 1));
+  EXPECT_TRUE(results_.empty());  // still waiting
+  Join(Request(1, 4));
+  const std::vector<int> expected_base = {0, 1, 5};
+  for (int rank = 0; rank < 3; ++rank) {
+    ASSERT_EQ(results_[rank].size(), 1u);
+    ASSERT_TRUE(results_[rank][0].ok()) << results_[rank][0].status();
+    const v1::JoinResponse& r = *results_[rank][0];
+    EXPECT_EQ(r.base_rank(), expected_base[rank]);
+    EXPECT_EQ(r.world_size(), 7);
+    EXPECT_EQ(r.attempt(), 0);
+    EXPECT_EQ(r.master_addr(), "10.0.0.1");
+    EXPECT_EQ(r.master_port(), 29500);
+    EXPECT_EQ(r.store_endpoint(), "10.0.0.1:7000");
+    EXPECT_EQ(r.store_namespace(), "r1/0");
+    ASSERT_EQ(r.machines_size(), 3);
+    EXPECT_EQ(r.machines(2).hostname(), "host2");
+    EXPECT_EQ(r.machines(2).base_rank(), 5);
+    EXPECT_EQ(r.machines(1).local_processes(), 4);
+  }
+}
+
+TEST_F(CoordinatorTest, MachineListOnlyForThoseWhoAskForIt) {
+  v1::JoinRequest quiet = Request(1, 1);
+  quiet.set_want_machines(false);
+  Join(Request(0, 1));
+  Join(quiet);
+  Join(Request(2, 1));
+  EXPECT_EQ(results_[0][0]->machines_size(), 3);
+  EXPECT_EQ(results_[1][0]->machines_size(), 0);
+  EXPECT_EQ(results_[1][0]->base_rank(), 1);
+}
+
+TEST_F(CoordinatorTest, DuplicateRankIsRefusedAndTheFirstStillCompletes) {
+  Join(Request(1, 1, "agent-a"));
+  Join(Request(1, 1, "agent-b"));
+  ASSERT_EQ(results_[1].size(), 1u);
+  EXPECT_EQ(results_[1][0].status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(results_[1][0].status().message(),
+            "join rendezvous run_id=r1: duplicate machine_rank 1: machine_rank 1 (host host1, "
+            "address 10.0.0.2) and machine_rank 1 (host host1, address 10.0.0.2) both joined; "
+            "give each machine its own machine_rank");
+  Join(Request(0, 1));
+  Join(Request(2, 1));
+  ASSERT_EQ(results_[1].size(), 2u);
+  EXPECT_TRUE(results_[1][1].ok());
+}
+
+TEST_F(CoordinatorTest, DuplicateRankAfterCompletionIsRefused) {
+  JoinAll({1, 1, 1});
+  Join(Request(2, 1, "intruder"));
+  ASSERT_EQ(results_[2].size(), 2u);
+  EXPECT_THAT(results_[2][1].status().message(), HasSubstr("duplicate machine_rank 2"));
+}
+
+TEST_F(CoordinatorTest, RetryFromSameAgentReplacesItsEarlierJoin) {
+  Join(Request(1, 1, "agent-a"));
+  Join(Request(1, 1, "agent-a"));
+  ASSERT_EQ(results_[1].size(), 1u);
+  EXPECT_EQ(results_[1][0].status().code(), absl::StatusCode::kAborted);
+  Join(Request(0, 1));
+  Join(Request(2, 1));
+  ASSERT_EQ(results_[1].size(), 2u);
+  EXPECT_TRUE(results_[1][1].ok());
+}
+
+TEST_F(CoordinatorTest, TimeoutFailsEveryWaitingMachineExactlyAtTheDeadline) {
+  Join(Request(0, 1), kT0);
+  Join(Request(2, 1), kT0 + absl::Seconds(10));
+  EXPECT_EQ(coordinator_->Tick(kT0 + absl::Seconds(29)), kT0 + absl::Seconds(30));
+  EXPECT_TRUE(results_.empty());
+  coordinator_->Tick(kT0 + absl::Seconds(30));
+  const std::string expected =
+      "join rendezvous run_id=r1 attempt=0: timed out after 30s with 2 of 3 machines joined; "
+      "arrived: machine_rank 0 (host host0, address 10.0.0.1), machine_rank 2 (host host2, "
+      "address 10.0.0.3); missing machine_rank 1";
+  for (int rank : {0, 2}) {
+    ASSERT_EQ(results_[rank].size(), 1u);
+    EXPECT_EQ(results_[rank][0].status().code(), absl::StatusCode::kDeadlineExceeded);
+    EXPECT_EQ(results_[rank][0].status().message(), expected);
+  }
+  EXPECT_EQ(coordinator_->Tick(kT0 + absl::Seconds(31)), absl::InfiniteFuture());
+}
+
+TEST_F(CoordinatorTest, CancelledJoinLeavesAndItsRankCanJoinAgain) {
+  const JoinCoordinator::Id id = Join(Request(1, 1, "agent-a"));
+  coordinator_->CancelJoin(id);
+  ASSERT_EQ(results_[1].size(), 1u);
+  EXPECT_EQ(results_[1][0].status().code(), absl::StatusCode::kCancelled);
+  Join(Request(1, 1, "agent-b"));  // a restarted agent: not a duplicate
+  Join(Request(0, 1));
+  Join(Request(2, 1));
+  ASSERT_EQ(results_[1].size(), 2u);
+  EXPECT_TRUE(results_[1][1].ok());
+}
+
+TEST_F(CoordinatorTest, MissingHeartbeatsAbortEveryWatcher) {
+  JoinAll({1, 1, 1});
+  auto s0 = WatchAs(0);
+  auto s1 = WatchAs(1);
+  auto s2 = WatchAs(2);
+  v1::HeartbeatRequest hb;
+  hb.set_run_id("r1");
+  hb.set_attempt(0);
+  for (int rank : {0, 1}) {
+    hb.set_machine_rank(rank);
+    ASSERT_TRUE(coordinator_->Heartbeat(hb, kT0 + absl::Seconds(2)).ok());
+  }
+  coordinator_->Tick(kT0 + absl::Milliseconds(2999));
+  EXPECT_TRUE(s0->events.empty());
+  coordinator_->Tick(kT0 + absl::Seconds(3));  // machine 2 silent for 6 × 500 ms
+  for (auto& sink : {s0, s1, s2}) {
+    ASSERT_EQ(sink->events.size(), 1u);
+    EXPECT_EQ(sink->events[0].kind(), v1::Event::ABORT);
+    EXPECT_EQ(sink->events[0].root_cause().machine_rank(), 2);
+    EXPECT_EQ(sink->events[0].root_cause().message(),
+              "machine_rank 2 (host host2, address 10.0.0.3) lost: no heartbeat for 3s");
+  }
+  Join(Request(0, 1, "late"));
+  EXPECT_EQ(results_[0].back().status().code(), absl::StatusCode::kAborted);
+}
+
+TEST_F(CoordinatorTest, BrokenWatchAbortsTheOthers) {
+  JoinAll({1, 1, 1});
+  auto s0 = WatchAs(0);
+  auto s1 = WatchAs(1);
+  WatchAs(2);
+  coordinator_->WatchBroken(watch_ids_[1], kT0);
+  ASSERT_EQ(s0->events.size(), 1u);
+  EXPECT_EQ(s0->events[0].kind(), v1::Event::ABORT);
+  EXPECT_EQ(s0->events[0].root_cause().message(),
+            "machine_rank 1 (host host1, address 10.0.0.2) lost: its watch stream to the "
+            "rendezvous server broke");
+  EXPECT_TRUE(s1->events.empty());  // its stream is gone
+  auto late = WatchAs(1);           // a watch after the abort gets it at once
+  ASSERT_EQ(late->events.size(), 1u);
+  EXPECT_EQ(late->events[0].kind(), v1::Event::ABORT);
+}
+
+TEST_F(CoordinatorTest, FirstFailureIsTheRootCause) {
+  JoinAll({1, 1, 1});
+  auto s0 = WatchAs(0);
+  ASSERT_TRUE(Report(2, v1::ReportRequest::FAILURE, "rank 2 exited with 3").ok());
+  ASSERT_TRUE(Report(1, v1::ReportRequest::FAILURE, "rank 1 got SIGTERM").ok());
+  ASSERT_EQ(s0->events.size(), 1u);
+  EXPECT_EQ(s0->events[0].root_cause().message(), "rank 2 exited with 3");
+  auto s1 = WatchAs(1);
+  EXPECT_EQ(s1->events[0].root_cause().message(), "rank 2 exited with 3");
+}
+
+TEST_F(CoordinatorTest, DoneWhenEveryMachineReportsDone) {
+  JoinAll({1, 1, 1});
+  auto s0 = WatchAs(0);
+  auto s2 = WatchAs(2);
+  ASSERT_TRUE(Report(0, v1::ReportRequest::DONE).ok());
+  ASSERT_TRUE(Report(1, v1::ReportRequest::DONE).ok());
+  coordinator_->WatchBroken(watch_ids_[0], kT0);  // a finished machine leaving is no loss
+  EXPECT_TRUE(s2->events.empty());
+  ASSERT_TRUE(Report(2, v1::ReportRequest::DONE).ok());
+  ASSERT_EQ(s2->events.size(), 1u);
+  EXPECT_EQ(s2->events[0].kind(), v1::Event::DONE);
+}
+
+TEST_F(CoordinatorTest, RestartStartsTheNextAttempt) {
+  JoinAll({1, 1, 1});
+  auto s0 = WatchAs(0);
+  ASSERT_TRUE(Report(1, v1::ReportRequest::RESTART, "rank 1 died").ok());
+  ASSERT_TRUE(Report(2, v1::ReportRequest::RESTART, "again").ok());  // same attempt: ignored
+  ASSERT_EQ(s0->events.size(), 1u);
+  EXPECT_EQ(s0->events[0].kind(), v1::Event::RESTART);
+  EXPECT_EQ(s0->events[0].attempt(), 1);
+  EXPECT_EQ(over_, std::vector<std::string>{"r1/0"});
+  auto stale = WatchAs(2, 0);  // an agent still on attempt 0 learns of the restart and why
+  ASSERT_EQ(stale->events.size(), 1u);
+  EXPECT_EQ(stale->events[0].kind(), v1::Event::RESTART);
+  EXPECT_EQ(stale->events[0].attempt(), 1);
+  EXPECT_EQ(stale->events[0].root_cause().message(), "rank 1 died");
+  results_.clear();
+  JoinAll({1, 1, 1});
+  EXPECT_EQ(results_[0][0]->attempt(), 1);
+  EXPECT_EQ(results_[0][0]->store_namespace(), "r1/1");
+}
+
+TEST_F(CoordinatorTest, ShutdownFailsWaitersAndClosesWatches) {
+  Join(Request(0, 1));
+  coordinator_->Shutdown();
+  ASSERT_EQ(results_[0].size(), 1u);
+  EXPECT_EQ(results_[0][0].status().code(), absl::StatusCode::kUnavailable);
+  Join(Request(1, 1));
+  EXPECT_EQ(results_[1][0].status().code(), absl::StatusCode::kUnavailable);
+}
+
+class CoordinatorProcessesTest : public CoordinatorTest {
+ protected:
+  CoordinatorProcessesTest() : CoordinatorTest(2, 4) {}
+};
+
+TEST_F(CoordinatorProcessesTest, TotalProcessesMustMatchNumProcesses) {
+  Join(Request(0, 2));
+  Join(Request(1, 3));
+  for (int rank : {0, 1}) {
+    ASSERT_EQ(results_[rank].size(), 1u);
+    EXPECT_EQ(results_[rank][0].status().message(),
+              "join rendezvous run_id=r1: num_processes mismatch: the machines run 5 processes "
+              "in total (machine_rank 0 (host host0, address 10.0.0.1) runs 2, machine_rank 1 "
+              "(host host1, address 10.0.0.2) runs 3) but num_processes=4");
+  }
+}
+
+TEST_F(CoordinatorProcessesTest, VersionWarningReachesEveryMachine) {
+  v1::JoinRequest a = Request(0, 2);
+  a.set_accel_version("0.1.0");
+  v1::JoinRequest b = Request(1, 2);
+  b.set_accel_version("0.2.0");
+  Join(a);
+  Join(b);
+  ASSERT_TRUE(results_[0][0].ok());
+  ASSERT_EQ(results_[0][0]->warnings_size(), 1);
+  EXPECT_THAT(results_[0][0]->warnings(0), HasSubstr("accel-launch 0.2.0 vs 0.1.0"));
+  EXPECT_EQ(results_[1][0]->warnings_size(), 1);
+}
+
+TEST_F(CoordinatorProcessesTest, FingerprintMismatchAgainstMachineZero) {
+  v1::JoinRequest a = Request(0, 2);
+  (*a.mutable_config_fingerprint())["mixed_precision"] = "fp16";
+  v1::JoinRequest b = Request(1, 2);
+  (*b.mutable_config_fingerprint())["mixed_precision"] = "no";
+  Join(a);
+  Join(b);
+  ASSERT_EQ(results_[1].size(), 1u);
+  EXPECT_EQ(results_[1][0].status().message(),
+            "join rendezvous run_id=r1: config fingerprint mismatch: machine_rank 1 (host host1, "
+            "address 10.0.0.2) and machine_rank 0 (host host0, address 10.0.0.1) differ in "
+            "mixed_precision");
+  EXPECT_TRUE(results_[0].empty());  // machine 0 keeps waiting
+}
+
+}  // namespace
+}  // namespace accel::rendezvous
