@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/device_info.h"
@@ -26,10 +27,10 @@ constexpr int kExitWorkerFailed = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitRendezvous = 3;
 
-void Say(const std::string& line) { std::fprintf(stderr, "[accel-launch] %s\n", line.c_str()); }
-
 absl::Duration Seconds(double s) { return absl::Milliseconds(static_cast<int64_t>(s * 1000)); }
 
+// One launch on this machine: Prepare, then one attempt after another (RunOneAttempt), each
+// followed by a decision (AfterAttempt): done, restart, or stop with an exit code.
 class Agent {
  public:
   Agent(const LaunchRequest& request, const SignalFd& signals, AbortChannel& abort)
@@ -38,8 +39,27 @@ class Agent {
   int Run();
 
  private:
+  // Plans the job, sets up the rendezvous, resolves the program and prints the plan. Returns the
+  // exit code when the launch ends here (an error, a dry run), nullopt to go on.
+  std::optional<int> Prepare();
+  // Makes plan_ (with its run id) and prints its notices. Returns false, having said why, when
+  // the configuration cannot be planned.
+  bool PlanJob();
+  // Returns true when the job is one process with nothing to watch: the launcher execs it.
+  bool RunsAsSingleWorker() const;
   // Replaces the launcher with the only worker of a one-process job (no rendezvous).
   int ExecSingleWorker();
+  // Returns the run directory: <log_dir>/<run_id>, or a scratch directory under TMPDIR.
+  std::string RunDirectory() const;
+  SupervisorOptions MakeSupervisorOptions() const;
+  // Joins the rendezvous for the next attempt; alone, numbers it `restarts` and picks a port.
+  absl::StatusOr<RendezvousResult> BeginAttempt(int restarts);
+  // Runs one attempt. Returns the exit code when the launch ends, nullopt to restart.
+  std::optional<int> RunOneAttempt(Supervisor& supervisor, int restarts);
+  // Decides what follows `attempt` (numbered `number`): the exit code, or nullopt to restart.
+  std::optional<int> AfterAttempt(AttemptResult& attempt, int number, bool can_restart);
+  std::optional<int> AfterFailure(AttemptResult& attempt, int number, bool can_restart);
+  std::optional<int> AfterAbort(const AttemptResult& attempt, int number);
   // Returns the scratch directory of `attempt` (error and progress files).
   std::string AttemptScratchDir(int attempt) const;
   absl::StatusOr<std::vector<WorkerLaunch>> MakeWorkers(const RendezvousResult& rdzv);
@@ -50,6 +70,7 @@ class Agent {
   const SignalFd& signals_;
   AbortChannel& abort_;
   LaunchPlan plan_;
+  std::unique_ptr<AgentRendezvous> rendezvous_;  // null for a single process
   std::string program_;
   std::string host_ = HostName();
   std::string scratch_root_;  // removed at the end when it is ours (no log_dir)
@@ -57,17 +78,62 @@ class Agent {
 };
 
 int Agent::Run() {
+  if (std::optional<int> code = Prepare(); code.has_value()) {
+    return *code;
+  }
+  if (RunsAsSingleWorker()) {
+    return ExecSingleWorker();
+  }
+  scratch_root_ = RunDirectory();
+  Supervisor supervisor(MakeSupervisorOptions(), signals_, abort_);
+  for (int restarts = 0;; ++restarts) {
+    if (std::optional<int> code = RunOneAttempt(supervisor, restarts); code.has_value()) {
+      return Finish(*code);
+    }
+  }
+}
+
+std::optional<int> Agent::Prepare() {
   if (request_.argv.empty()) {
-    Say("launch: no program given (usage: accel-launch [options] program [args...])");
+    Notice("launch: no program given (usage: accel-launch [options] program [args...])");
     return kExitUsage;
   }
+  if (!PlanJob()) {
+    return kExitUsage;
+  }
+  auto rdzv = AgentRendezvous::Create(config_, plan_, host_, request_.dry_run);
+  if (!rdzv.ok()) {
+    Notice(rdzv.status().message());
+    return kExitRendezvous;
+  }
+  rendezvous_ = *std::move(rdzv);
+  if (rendezvous_ != nullptr) {
+    plan_.rendezvous_endpoint = rendezvous_->endpoint();
+  }
+  if (request_.dry_run) {
+    std::fputs(FormatPlan(plan_, request_.argv).c_str(), stdout);  // the command's output
+    return 0;
+  }
+
+  const char* path_env = std::getenv("PATH");
+  auto program = ResolveProgram(request_.argv.front(), path_env != nullptr ? path_env : "");
+  if (!program.ok()) {
+    Notice(absl::StrCat("launch: ", program.status().message()));
+    return kExitUsage;
+  }
+  program_ = *std::move(program);
+  NoticeBlock(FormatPlan(plan_, request_.argv));
+  return std::nullopt;
+}
+
+bool Agent::PlanJob() {
   std::string why_no_gpu;
   const bool want_gpu = !config_.use_cpu && config_.distributed_type != DistributedType::kMultiCpu;
   const int gpus = want_gpu ? CountGpus(&why_no_gpu) : 0;
   auto plan = MakePlan(config_, gpus, why_no_gpu);
   if (!plan.ok()) {
-    Say(std::string(plan.status().message()));
-    return kExitUsage;
+    Notice(plan.status().message());
+    return false;
   }
   plan_ = *std::move(plan);
   if (plan_.run_id.empty()) {
@@ -78,139 +144,129 @@ int Agent::Run() {
                        : RandomHex(6);
   }
   for (const std::string& notice : plan_.notices) {
-    Say(notice);
+    Notice(notice);
   }
+  return true;
+}
 
-  auto rdzv = AgentRendezvous::Create(config_, plan_, host_, request_.dry_run);
-  if (!rdzv.ok()) {
-    Say(std::string(rdzv.status().message()));
-    return kExitRendezvous;
-  }
-  if (*rdzv != nullptr) {
-    plan_.rendezvous_endpoint = (*rdzv)->endpoint();
-  }
-  if (request_.dry_run) {
-    std::fputs(FormatPlan(plan_, request_.argv).c_str(), stdout);
-    return 0;
-  }
+bool Agent::RunsAsSingleWorker() const {
+  return rendezvous_ == nullptr && config_.log_dir.empty() && config_.max_restarts == 0 &&
+         config_.hang_timeout_s <= 0;
+}
 
-  const char* path_env = std::getenv("PATH");
-  auto program = ResolveProgram(request_.argv.front(), path_env != nullptr ? path_env : "");
-  if (!program.ok()) {
-    Say(absl::StrCat("launch: ", program.status().message()));
-    return kExitUsage;
-  }
-  program_ = *std::move(program);
-  std::fputs(FormatPlan(plan_, request_.argv).c_str(), stderr);
+std::string Agent::RunDirectory() const {
+  return config_.log_dir.empty()
+             ? absl::StrCat(std::getenv("TMPDIR") != nullptr ? std::getenv("TMPDIR") : "/tmp",
+                            "/accel-", plan_.run_id, "-m", plan_.machine_rank)
+             : absl::StrCat(config_.log_dir, "/", plan_.run_id);
+}
 
-  if (*rdzv == nullptr && config_.log_dir.empty() && config_.max_restarts == 0 &&
-      config_.hang_timeout_s <= 0) {
-    return ExecSingleWorker();
-  }
-  scratch_root_ =
-      config_.log_dir.empty()
-          ? absl::StrCat(std::getenv("TMPDIR") != nullptr ? std::getenv("TMPDIR") : "/tmp",
-                         "/accel-", plan_.run_id, "-m", plan_.machine_rank)
-          : absl::StrCat(config_.log_dir, "/", plan_.run_id);
-
+SupervisorOptions Agent::MakeSupervisorOptions() const {
   SupervisorOptions options;
   options.machine_rank = plan_.machine_rank;
   options.host = host_;
   options.shutdown_grace = Seconds(config_.shutdown_grace_s);
   options.monitor_interval = Seconds(config_.monitor_interval_s);
   options.hang_timeout = Seconds(config_.hang_timeout_s);
-  Supervisor supervisor(options, signals_, abort_);
-  AgentRendezvous* rendezvous = rdzv->get();
+  return options;
+}
 
-  for (int restarts = 0;; ++restarts) {
-    RendezvousResult result;
-    if (rendezvous != nullptr) {
-      auto joined = rendezvous->Join(signals_, abort_);
-      if (!joined.ok()) {
-        Say(std::string(joined.status().message()));
-        return Finish(kExitRendezvous);
-      }
-      result = *std::move(joined);
-    } else {
-      abort_.Reset();
-      result.attempt = restarts;
-      auto port = PickFreePort("127.0.0.1");
-      result.master_port = port.ok() ? *port : 29500;
-    }
-    auto workers = MakeWorkers(result);
-    if (!workers.ok()) {
-      Say(std::string(workers.status().message()));
-      return Finish(kExitWorkerFailed);
-    }
-    OutputOptions output;
-    output.attempt_dir =
-        config_.log_dir.empty() ? "" : absl::StrCat(scratch_root_, "/attempt_", result.attempt);
-    output.console = config_.log_dir.empty() || config_.tee;
-    output.ranks_filter = config_.ranks_filter;
-    OutputRouter router(output);
-
-    const bool can_restart = result.attempt < config_.max_restarts;
-    auto on_failure = [&](const WorkerFailure& failure) {
-      if (rendezvous != nullptr) {
-        rendezvous->ReportFailure(result.attempt, failure, can_restart);
-      }
-    };
-    auto on_interrupt = [&](int signal) {
-      if (rendezvous != nullptr) {
-        rendezvous->ReportInterrupted(result.attempt, signal);
-      }
-    };
-    AttemptResult attempt = supervisor.Run(*std::move(workers), router, on_failure, on_interrupt);
-
-    switch (attempt.end) {
-      case AttemptEnd::kSucceeded:
-        if (rendezvous != nullptr) {
-          const int code = rendezvous->FinishDone(result.attempt, signals_, abort_);
-          return Finish(code);
-        }
-        return Finish(0);
-      case AttemptEnd::kInterrupted:
-        Say(absl::StrCat("launch: interrupted by signal ", attempt.signal, "; workers stopped"));
-        return Finish(128 + attempt.signal);
-      case AttemptEnd::kSpawnFailed:
-        Say(std::string(attempt.spawn_error.message()));
-        if (rendezvous != nullptr) {
-          rendezvous->ReportSpawnFailure(result.attempt, attempt.spawn_error);
-        }
-        return Finish(kExitWorkerFailed);
-      case AttemptEnd::kWorkerFailed:
-      case AttemptEnd::kHang: {
-        SortRootCauseFirst(&attempt.failures);
-        const char* what = attempt.end == AttemptEnd::kHang ? "hang detected" : "worker failed";
-        std::fputs(FormatFailureReport(attempt.failures,
-                                       absl::StrCat("[accel-launch] ", what, " (attempt ",
-                                                    result.attempt, "), root cause first:"))
-                       .c_str(),
-                   stderr);
-        if (can_restart) {
-          Say(absl::StrCat("restarting: attempt ", result.attempt + 1, " of ",
-                           config_.max_restarts + 1));
-          continue;
-        }
-        return Finish(ExitCodeFor(attempt.failures.front()));
-      }
-      case AttemptEnd::kAborted: {
-        if (rendezvous != nullptr && rendezvous->restart_requested()) {
-          Say(absl::StrCat("restarting: attempt ", result.attempt + 1, " (requested by ",
-                           attempt.abort_reason, ")"));
-          continue;
-        }
-        if (rendezvous != nullptr) {
-          std::vector<WorkerFailure> remote = {rendezvous->RemoteRootCause()};
-          std::fputs(FormatFailureReport(remote, "[accel-launch] job aborted, root cause:").c_str(),
-                     stderr);
-          return Finish(rendezvous->RemoteExitCode());
-        }
-        Say(absl::StrCat("launch: aborted: ", attempt.abort_reason));
-        return Finish(kExitWorkerFailed);
-      }
-    }
+absl::StatusOr<RendezvousResult> Agent::BeginAttempt(int restarts) {
+  if (rendezvous_ != nullptr) {
+    return rendezvous_->Join(signals_, abort_);
   }
+  abort_.Reset();
+  RendezvousResult result;
+  result.attempt = restarts;
+  auto port = PickFreePort("127.0.0.1");
+  result.master_port = port.ok() ? *port : 29500;
+  return result;
+}
+
+std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
+  auto joined = BeginAttempt(restarts);
+  if (!joined.ok()) {
+    Notice(joined.status().message());
+    return kExitRendezvous;
+  }
+  const RendezvousResult& result = *joined;
+  auto workers = MakeWorkers(result);
+  if (!workers.ok()) {
+    Notice(workers.status().message());
+    return kExitWorkerFailed;
+  }
+  OutputOptions output;
+  output.attempt_dir =
+      config_.log_dir.empty() ? "" : absl::StrCat(scratch_root_, "/attempt_", result.attempt);
+  output.console = config_.log_dir.empty() || config_.tee;
+  output.ranks_filter = config_.ranks_filter;
+  OutputRouter router(output);
+
+  const bool can_restart = result.attempt < config_.max_restarts;
+  auto on_failure = [&](const WorkerFailure& failure) {
+    if (rendezvous_ != nullptr) {
+      rendezvous_->ReportFailure(result.attempt, failure, can_restart);
+    }
+  };
+  auto on_interrupt = [&](int signal) {
+    if (rendezvous_ != nullptr) {
+      rendezvous_->ReportInterrupted(result.attempt, signal);
+    }
+  };
+  AttemptResult attempt = supervisor.Run(*std::move(workers), router, on_failure, on_interrupt);
+  return AfterAttempt(attempt, result.attempt, can_restart);
+}
+
+std::optional<int> Agent::AfterAttempt(AttemptResult& attempt, int number, bool can_restart) {
+  switch (attempt.end) {
+    case AttemptEnd::kSucceeded:
+      if (rendezvous_ != nullptr) {
+        return rendezvous_->FinishDone(number, signals_, abort_);
+      }
+      return 0;
+    case AttemptEnd::kInterrupted:
+      Notice(absl::StrCat("launch: interrupted by signal ", attempt.signal, "; workers stopped"));
+      return 128 + attempt.signal;
+    case AttemptEnd::kSpawnFailed:
+      Notice(attempt.spawn_error.message());
+      if (rendezvous_ != nullptr) {
+        rendezvous_->ReportSpawnFailure(number, attempt.spawn_error);
+      }
+      return kExitWorkerFailed;
+    case AttemptEnd::kWorkerFailed:
+    case AttemptEnd::kHang:
+      return AfterFailure(attempt, number, can_restart);
+    case AttemptEnd::kAborted:
+      return AfterAbort(attempt, number);
+  }
+  return kExitWorkerFailed;  // unreachable: every AttemptEnd is handled above
+}
+
+std::optional<int> Agent::AfterFailure(AttemptResult& attempt, int number, bool can_restart) {
+  SortRootCauseFirst(&attempt.failures);
+  const char* what = attempt.end == AttemptEnd::kHang ? "hang detected" : "worker failed";
+  NoticeBlock(FormatFailureReport(attempt.failures, absl::StrCat(kLogPrefix, what, " (attempt ",
+                                                                 number, "), root cause first:")));
+  if (can_restart) {
+    Notice(absl::StrCat("restarting: attempt ", number + 1, " of ", config_.max_restarts + 1));
+    return std::nullopt;
+  }
+  return ExitCodeFor(attempt.failures.front());
+}
+
+std::optional<int> Agent::AfterAbort(const AttemptResult& attempt, int number) {
+  if (rendezvous_ == nullptr) {
+    Notice(absl::StrCat("launch: aborted: ", attempt.abort_reason));
+    return kExitWorkerFailed;
+  }
+  if (rendezvous_->restart_requested()) {
+    Notice(absl::StrCat("restarting: attempt ", number + 1, " (requested by ", attempt.abort_reason,
+                        ")"));
+    return std::nullopt;
+  }
+  NoticeBlock(FormatFailureReport({rendezvous_->RemoteRootCause()},
+                                  absl::StrCat(kLogPrefix, "job aborted, root cause:")));
+  return rendezvous_->RemoteExitCode();
 }
 
 int Agent::Finish(int code) {
@@ -274,7 +330,7 @@ int Agent::ExecSingleWorker() {
   ::pthread_sigmask(SIG_SETMASK, &signals_.original_mask(), nullptr);
   ::execve(program_.c_str(), argv.data(), envp.data());
   const int err = errno;
-  Say(absl::StrCat("spawn worker rank=0: execve ", program_, ": ", std::strerror(err)));
+  Notice(absl::StrCat("spawn worker rank=0: execve ", program_, ": ", std::strerror(err)));
   return kExitUsage;
 }
 
@@ -284,12 +340,12 @@ int RunAgent(const LaunchRequest& request) {
   // Signals first: gRPC threads started later inherit the blocked mask.
   auto signals = SignalFd::Create();
   if (!signals.ok()) {
-    Say(std::string(signals.status().message()));
+    Notice(signals.status().message());
     return kExitWorkerFailed;
   }
   auto abort = AbortChannel::Create();
   if (!abort.ok()) {
-    Say(std::string(abort.status().message()));
+    Notice(abort.status().message());
     return kExitWorkerFailed;
   }
   Agent agent(request, *signals, **abort);

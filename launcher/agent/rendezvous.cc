@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/defaults.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
 #include "common/version.h"
@@ -34,8 +35,8 @@ void WaitOrExitOnSignal(int fd, const SignalFd& signals, const char* what) {
     }
     if (fds[1].revents != 0) {
       if (const int sig = signals.Read(); sig != 0) {
-        std::fprintf(stderr, "[accel-launch] interrupted by signal %d while %s\n", sig, what);
-        std::fflush(stderr);
+        // Notice flushes before it returns: _Exit loses nothing.
+        Notice(absl::StrCat("interrupted by signal ", sig, " while ", what));
         std::_Exit(128 + sig);
       }
     }
@@ -227,7 +228,7 @@ absl::StatusOr<RendezvousResult> AgentRendezvous::Join(const SignalFd& signals,
     return Annotate(joined.status(), context);  // the real client names it already
   }
   for (const std::string& warning : joined->warnings) {
-    std::fprintf(stderr, "[accel-launch] rendezvous warning: %s\n", warning.c_str());
+    Notice(absl::StrCat("rendezvous warning: ", warning));
   }
   RendezvousResult result;
   result.base_rank = joined->base_rank;
@@ -288,8 +289,7 @@ void AgentRendezvous::ReportFailure(std::int64_t attempt, const WorkerFailure& f
   const absl::Status status =
       restart ? client_->RequestRestart(attempt, cause) : client_->ReportFailure(attempt, cause);
   if (!status.ok()) {
-    std::fprintf(stderr, "[accel-launch] report failure to rendezvous: %s\n",
-                 std::string(status.message()).c_str());
+    Notice(absl::StrCat("report failure to rendezvous: ", status.message()));
   }
 }
 
@@ -315,8 +315,7 @@ void AgentRendezvous::ReportSpawnFailure(std::int64_t attempt, const absl::Statu
 int AgentRendezvous::FinishDone(std::int64_t attempt, const SignalFd& signals,
                                 AbortChannel& abort) {
   if (const absl::Status status = client_->ReportDone(attempt); !status.ok()) {
-    std::fprintf(stderr, "[accel-launch] report done to rendezvous: %s\n",
-                 std::string(status.message()).c_str());
+    Notice(absl::StrCat("report done to rendezvous: ", status.message()));
     return 3;
   }
   WaitOrExitOnSignal(abort.fd(), signals, "waiting for the other machines to finish");
@@ -325,11 +324,11 @@ int AgentRendezvous::FinishDone(std::int64_t attempt, const SignalFd& signals,
     return 0;
   }
   const bool lost = event_->kind == rendezvous::Event::Kind::kServerLost;
-  const std::string report = FormatFailureReport(
+  NoticeBlock(FormatFailureReport(
       {FromRootCause(event_->root_cause, event_time_)},
-      lost ? "[accel-launch] local workers finished, but the rendezvous server was lost:"
-           : "[accel-launch] local workers finished, but the job was aborted, root cause:");
-  std::fputs(report.c_str(), stderr);
+      absl::StrCat(kLogPrefix,
+                   lost ? "local workers finished, but the rendezvous server was lost:"
+                        : "local workers finished, but the job was aborted, root cause:")));
   const int code = event_->root_cause.exit_code;
   return lost ? 3 : (code > 0 && code < 128 ? code : 1);
 }

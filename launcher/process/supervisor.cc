@@ -61,50 +61,90 @@ int PollTimeoutMs(absl::Time now, absl::Time deadline) {
   return static_cast<int>(std::clamp<int64_t>(ms, 0, 60'000));
 }
 
-}  // namespace
+// One attempt's event loop: spawn every worker, then poll once after another (signals, aborts,
+// output, exits, hang checks) until every worker is reaped and its output drained. A failure, a
+// signal, an abort or a hang begins the teardown (BeginStop): the signal to every process group,
+// then SIGKILL once the grace is over (KillNow). Lives for one Supervisor::Run call.
+class AttemptRun {
+ public:
+  AttemptRun(const SupervisorOptions& options, const SignalFd& signals, AbortChannel& abort,
+             OutputRouter& router, const std::function<void(const WorkerFailure&)>& on_failure,
+             const std::function<void(int signal)>& on_interrupt)
+      : options_(options),
+        signals_(signals),
+        abort_(abort),
+        router_(router),
+        on_failure_(on_failure),
+        on_interrupt_(on_interrupt),
+        hang_(options.hang_timeout),
+        watch_hangs_(options.hang_timeout > absl::ZeroDuration()) {}
 
-AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& router,
-                              const std::function<void(const WorkerFailure&)>& on_failure,
-                              const std::function<void(int signal)>& on_interrupt) {
-  AttemptResult result;
-  std::vector<Worker> running;
-  running.reserve(workers.size());
-  HangDetector hang(options_.hang_timeout);
-  const bool watch_hangs = options_.hang_timeout > absl::ZeroDuration();
+  // Runs the attempt to its end; call once.
+  AttemptResult Run(std::vector<WorkerLaunch> launches);
 
-  bool stopping = false;
-  bool killed = false;
-  absl::Time kill_deadline = absl::InfiniteFuture();
-  absl::Time drain_deadline = absl::InfiniteFuture();
-  absl::Time next_hang_check = absl::InfiniteFuture();
+ private:
+  // Starts every worker; at the first that cannot start, stops those already running.
+  void SpawnAll(std::vector<WorkerLaunch> launches);
+  // Waits for the next event and handles it. Returns false once the attempt is over.
+  bool PollOnce();
+  // Returns true when every worker is reaped and its output drained (or the drain deadline
+  // ran out); the first time none is running, kills what is left in their process groups.
+  bool Over(absl::Time now);
+  // Returns the poll timeout: the next of the kill, drain and hang-check deadlines.
+  absl::Time NextWake() const;
+  void OnSignals();
+  void OnAbort();
+  // Reaps the workers that exited; a failure among them begins the teardown.
+  void OnExit(absl::Time now);
+  // Reads the progress files; a stall begins the teardown.
+  void OnHangCheck(absl::Time now);
+  // Signals every process group with `signal` and starts the grace (once per attempt).
+  void BeginStop(int signal);
+  // SIGKILLs every process group: the grace is over, or a second signal came.
+  void KillNow();
+  void SignalAll(int signal);
+  // Returns a failure record of `worker` seen at `now` (exit and messages left to the caller).
+  WorkerFailure NewFailure(const Worker& worker, absl::Time now) const;
+  // Fills in the error files and final stderr tails once the output is drained.
+  void CompleteFailures();
 
-  auto signal_all = [&running](int signal) {
-    for (Worker& w : running) {
-      w.process.SignalGroup(signal);
-    }
-  };
-  auto begin_stop = [&](int signal) {
-    if (stopping) {
-      return;
-    }
-    stopping = true;
-    signal_all(signal);
-    kill_deadline = absl::Now() + options_.shutdown_grace;
-  };
-  auto kill_now = [&] {
-    signal_all(SIGKILL);
-    killed = true;
-    kill_deadline = absl::InfiniteFuture();
-  };
+  const SupervisorOptions& options_;
+  const SignalFd& signals_;
+  AbortChannel& abort_;
+  OutputRouter& router_;
+  const std::function<void(const WorkerFailure&)>& on_failure_;
+  const std::function<void(int signal)>& on_interrupt_;
+  HangDetector hang_;
+  const bool watch_hangs_;
 
+  AttemptResult result_;
+  std::vector<Worker> workers_;
+  std::vector<pollfd> fds_;
+  bool stopping_ = false;
+  bool killed_ = false;
+  absl::Time kill_deadline_ = absl::InfiniteFuture();
+  absl::Time drain_deadline_ = absl::InfiniteFuture();
+  absl::Time next_hang_check_ = absl::InfiniteFuture();
+};
+
+AttemptResult AttemptRun::Run(std::vector<WorkerLaunch> launches) {
+  SpawnAll(std::move(launches));
+  while (PollOnce()) {
+  }
+  CompleteFailures();
+  return std::move(result_);
+}
+
+void AttemptRun::SpawnAll(std::vector<WorkerLaunch> launches) {
+  workers_.reserve(launches.size());
   // Workers live in their own process groups: a read from the terminal would stop them
   // (SIGTTIN), so their stdin is /dev/null.
   UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  for (WorkerLaunch& launch : workers) {
-    auto pipes = router.AddWorker(launch.rank);
+  for (WorkerLaunch& launch : launches) {
+    auto pipes = router_.AddWorker(launch.rank);
     if (!pipes.ok()) {
-      result.end = AttemptEnd::kSpawnFailed;
-      result.spawn_error = pipes.status();
+      result_.end = AttemptEnd::kSpawnFailed;
+      result_.spawn_error = pipes.status();
       break;
     }
     launch.spec.stdin_fd = dev_null.get();
@@ -113,176 +153,227 @@ AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& r
     launch.spec.child_mask = &signals_.original_mask();
     auto child = Spawn(launch.spec);
     if (!child.ok()) {
-      result.end = AttemptEnd::kSpawnFailed;
-      result.spawn_error = child.status();
+      result_.end = AttemptEnd::kSpawnFailed;
+      result_.spawn_error = child.status();
       break;
     }
-    if (watch_hangs && !launch.files.progress_file.empty()) {
-      hang.Watch(launch.rank, launch.files.progress_file);
+    if (watch_hangs_ && !launch.files.progress_file.empty()) {
+      hang_.Watch(launch.rank, launch.files.progress_file);
     }
-    running.push_back(Worker{std::move(launch), *std::move(child)});
+    workers_.push_back(Worker{std::move(launch), *std::move(child)});
   }
-  if (result.end == AttemptEnd::kSpawnFailed) {
-    begin_stop(SIGTERM);
+  if (result_.end == AttemptEnd::kSpawnFailed) {
+    BeginStop(SIGTERM);
   }
-  if (watch_hangs) {
-    next_hang_check = absl::Now() + options_.monitor_interval;
+  if (watch_hangs_) {
+    next_hang_check_ = absl::Now() + options_.monitor_interval;
   }
+}
 
-  std::vector<pollfd> fds;
-  for (;;) {
-    const bool any_running = std::any_of(running.begin(), running.end(),
-                                         [](const Worker& w) { return w.process.running(); });
-    absl::Time now = absl::Now();
-    if (!any_running && drain_deadline == absl::InfiniteFuture()) {
-      // All-or-nothing: whatever a worker left behind in its process group goes with it (and
-      // stops holding its output pipes open).
-      for (const Worker& w : running) {
-        w.process.KillGroupRemnants();
-      }
-      drain_deadline = now + options_.drain_timeout;
+bool AttemptRun::PollOnce() {
+  absl::Time now = absl::Now();
+  if (Over(now)) {
+    return false;
+  }
+  fds_.clear();
+  fds_.push_back(pollfd{signals_.fd(), POLLIN, 0});
+  fds_.push_back(pollfd{abort_.fd(), POLLIN, 0});
+  for (const Worker& w : workers_) {
+    if (w.process.running()) {
+      fds_.push_back(pollfd{w.process.pidfd(), POLLIN, 0});
     }
-    if (!any_running && router.AllClosed()) {
-      break;
-    }
-    if (now >= drain_deadline) {
-      router.CloseAll();  // a grandchild still holds a pipe open: stop waiting for it
-      break;
-    }
+  }
+  router_.AppendPollFds(&fds_);
+  const int ready = ::poll(fds_.data(), fds_.size(), PollTimeoutMs(now, NextWake()));
+  if (ready < 0 && errno != EINTR) {
+    return false;  // cannot happen with valid fds; the destructors reap
+  }
+  now = absl::Now();
 
-    fds.clear();
-    fds.push_back(pollfd{signals_.fd(), POLLIN, 0});
-    fds.push_back(pollfd{abort_.fd(), POLLIN, 0});
-    for (const Worker& w : running) {
-      if (w.process.running()) {
-        fds.push_back(pollfd{w.process.pidfd(), POLLIN, 0});
-      }
+  for (const pollfd& p : fds_) {
+    if (p.revents == 0) {
+      continue;
     }
-    router.AppendPollFds(&fds);
-    absl::Time wake = std::min(
-        {kill_deadline, drain_deadline, stopping ? absl::InfiniteFuture() : next_hang_check});
-    const int ready = ::poll(fds.data(), fds.size(), PollTimeoutMs(now, wake));
-    if (ready < 0 && errno != EINTR) {
-      break;  // cannot happen with valid fds; the destructors reap
+    if (p.fd == signals_.fd()) {
+      OnSignals();
+    } else if (p.fd == abort_.fd()) {
+      OnAbort();
+    } else if (router_.Owns(p.fd)) {
+      router_.OnReadable(p.fd);
     }
-    now = absl::Now();
+  }
+  OnExit(now);  // after reading output, so a failed worker's last stderr lines are in its tail
+  if (stopping_ && !killed_ && now >= kill_deadline_) {
+    KillNow();
+  }
+  if (!stopping_ && watch_hangs_ && now >= next_hang_check_) {
+    OnHangCheck(now);
+  }
+  return true;
+}
 
-    for (const pollfd& p : fds) {
-      if (p.revents == 0) {
+bool AttemptRun::Over(absl::Time now) {
+  const bool any_running = std::any_of(workers_.begin(), workers_.end(),
+                                       [](const Worker& w) { return w.process.running(); });
+  if (!any_running && drain_deadline_ == absl::InfiniteFuture()) {
+    // All-or-nothing: whatever a worker left behind in its process group goes with it (and
+    // stops holding its output pipes open).
+    for (const Worker& w : workers_) {
+      w.process.KillGroupRemnants();
+    }
+    drain_deadline_ = now + options_.drain_timeout;
+  }
+  if (!any_running && router_.AllClosed()) {
+    return true;
+  }
+  if (now >= drain_deadline_) {
+    router_.CloseAll();  // a grandchild still holds a pipe open: stop waiting for it
+    return true;
+  }
+  return false;
+}
+
+absl::Time AttemptRun::NextWake() const {
+  return std::min(
+      {kill_deadline_, drain_deadline_, stopping_ ? absl::InfiniteFuture() : next_hang_check_});
+}
+
+void AttemptRun::OnSignals() {
+  for (int sig = signals_.Read(); sig != 0; sig = signals_.Read()) {
+    if (stopping_) {
+      KillNow();  // second Ctrl-C (or any second signal): no more grace
+      continue;
+    }
+    if (result_.end == AttemptEnd::kSucceeded) {
+      result_.end = AttemptEnd::kInterrupted;
+      result_.signal = sig;
+    }
+    BeginStop(sig);  // forwarded as is
+    if (result_.end == AttemptEnd::kInterrupted && on_interrupt_) {
+      on_interrupt_(sig);
+    }
+  }
+}
+
+void AttemptRun::OnAbort() {
+  if (!stopping_) {
+    result_.end = AttemptEnd::kAborted;
+    result_.abort_reason = abort_.reason();
+    BeginStop(SIGTERM);
+  }
+  std::uint64_t value = 0;
+  (void)!::read(abort_.fd(), &value, sizeof(value));
+}
+
+void AttemptRun::OnExit(absl::Time now) {
+  std::vector<WorkerFailure> new_failures;
+  for (Worker& w : workers_) {
+    if (!w.process.running() || !w.process.TryReap()) {
+      continue;
+    }
+    hang_.Forget(w.launch.rank);
+    if (w.process.status()->ok() || stopping_) {
+      continue;  // peers stopped by us are not failures
+    }
+    WorkerFailure f = NewFailure(w, now);
+    f.exit = *w.process.status();
+    f.error_message = ReadErrorFileMessage(w.launch.files.error_file);
+    new_failures.push_back(std::move(f));
+  }
+  if (new_failures.empty()) {
+    return;
+  }
+  for (WorkerFailure& f : new_failures) {
+    f.stderr_tail = router_.StderrTail(f.rank);
+  }
+  result_.end = AttemptEnd::kWorkerFailed;
+  if (result_.failures.empty() && on_failure_) {
+    on_failure_(new_failures.front());
+  }
+  for (WorkerFailure& f : new_failures) {
+    result_.failures.push_back(std::move(f));
+  }
+  BeginStop(SIGTERM);
+}
+
+void AttemptRun::OnHangCheck(absl::Time now) {
+  next_hang_check_ = now + options_.monitor_interval;
+  const std::vector<StalledRank> stalled = hang_.Check(now);
+  if (stalled.empty()) {
+    return;
+  }
+  result_.end = AttemptEnd::kHang;
+  for (const StalledRank& s : stalled) {
+    for (const Worker& w : workers_) {
+      if (w.launch.rank != s.rank) {
         continue;
       }
-      if (p.fd == signals_.fd()) {
-        for (int sig = signals_.Read(); sig != 0; sig = signals_.Read()) {
-          if (stopping) {
-            kill_now();  // second Ctrl-C (or any second signal): no more grace
-            continue;
-          }
-          if (result.end == AttemptEnd::kSucceeded) {
-            result.end = AttemptEnd::kInterrupted;
-            result.signal = sig;
-          }
-          begin_stop(sig);  // forwarded as is
-          if (result.end == AttemptEnd::kInterrupted && on_interrupt) {
-            on_interrupt(sig);
-          }
-        }
-      } else if (p.fd == abort_.fd()) {
-        if (!stopping) {
-          result.end = AttemptEnd::kAborted;
-          result.abort_reason = abort_.reason();
-          begin_stop(SIGTERM);
-        }
-        std::uint64_t value = 0;
-        (void)!::read(abort_.fd(), &value, sizeof(value));
-      } else if (router.Owns(p.fd)) {
-        router.OnReadable(p.fd);
-      }
-    }
-
-    // Reap after reading output, so a failed worker's last stderr lines are in its tail.
-    std::vector<WorkerFailure> new_failures;
-    for (Worker& w : running) {
-      if (!w.process.running() || !w.process.TryReap()) {
-        continue;
-      }
-      hang.Forget(w.launch.rank);
-      if (w.process.status()->ok() || stopping) {
-        continue;
-      }
-      WorkerFailure f;
-      f.machine_rank = options_.machine_rank;
-      f.host = options_.host;
-      f.rank = w.launch.rank;
-      f.local_rank = w.launch.local_rank;
-      f.pid = w.process.pid();
-      f.exit = *w.process.status();
-      f.time = now;
-      f.error_message = ReadErrorFileMessage(w.launch.files.error_file);
-      new_failures.push_back(std::move(f));
-    }
-    if (!new_failures.empty()) {
-      for (WorkerFailure& f : new_failures) {
-        f.stderr_tail = router.StderrTail(f.rank);
-      }
-      result.end = AttemptEnd::kWorkerFailed;
-      if (result.failures.empty() && on_failure) {
-        on_failure(new_failures.front());
-      }
-      for (WorkerFailure& f : new_failures) {
-        result.failures.push_back(std::move(f));
-      }
-      begin_stop(SIGTERM);
-    }
-
-    if (stopping && !killed && now >= kill_deadline) {
-      kill_now();
-    }
-    if (!stopping && watch_hangs && now >= next_hang_check) {
-      next_hang_check = now + options_.monitor_interval;
-      std::vector<StalledRank> stalled = hang.Check(now);
-      if (!stalled.empty()) {
-        result.end = AttemptEnd::kHang;
-        for (const StalledRank& s : stalled) {
-          for (const Worker& w : running) {
-            if (w.launch.rank != s.rank) {
-              continue;
-            }
-            WorkerFailure f;
-            f.machine_rank = options_.machine_rank;
-            f.host = options_.host;
-            f.rank = s.rank;
-            f.local_rank = w.launch.local_rank;
-            f.pid = w.process.pid();
-            f.exit.signal = 0;
-            f.exit.exit_code = 0;
-            f.time = now;
-            f.detail = absl::StrCat("hang: no progress for ", absl::FormatDuration(s.stalled_for),
-                                    " (at step ", s.step, ")");
-            result.failures.push_back(std::move(f));
-          }
-        }
-        if (!result.failures.empty() && on_failure) {
-          on_failure(result.failures.front());
-        }
-        begin_stop(SIGTERM);
-      }
+      WorkerFailure f = NewFailure(w, now);
+      f.detail = absl::StrCat("hang: no progress for ", absl::FormatDuration(s.stalled_for),
+                              " (at step ", s.step, ")");
+      result_.failures.push_back(std::move(f));
     }
   }
+  if (!result_.failures.empty() && on_failure_) {
+    on_failure_(result_.failures.front());
+  }
+  BeginStop(SIGTERM);
+}
 
-  // Error files and the final stderr tails are read once everything is drained.
-  for (WorkerFailure& f : result.failures) {
-    for (const Worker& w : running) {
+void AttemptRun::BeginStop(int signal) {
+  if (stopping_) {
+    return;
+  }
+  stopping_ = true;
+  SignalAll(signal);
+  kill_deadline_ = absl::Now() + options_.shutdown_grace;
+}
+
+void AttemptRun::KillNow() {
+  SignalAll(SIGKILL);
+  killed_ = true;
+  kill_deadline_ = absl::InfiniteFuture();
+}
+
+void AttemptRun::SignalAll(int signal) {
+  for (Worker& w : workers_) {
+    w.process.SignalGroup(signal);
+  }
+}
+
+WorkerFailure AttemptRun::NewFailure(const Worker& worker, absl::Time now) const {
+  WorkerFailure f;
+  f.machine_rank = options_.machine_rank;
+  f.host = options_.host;
+  f.rank = worker.launch.rank;
+  f.local_rank = worker.launch.local_rank;
+  f.pid = worker.process.pid();
+  f.time = now;
+  return f;
+}
+
+void AttemptRun::CompleteFailures() {
+  for (WorkerFailure& f : result_.failures) {
+    for (const Worker& w : workers_) {
       if (w.launch.rank != f.rank) {
         continue;
       }
       f.error_message = ReadErrorFileMessage(w.launch.files.error_file);
-      f.stderr_tail = router.StderrTail(f.rank);
-      if (result.end == AttemptEnd::kHang && w.process.status().has_value()) {
+      f.stderr_tail = router_.StderrTail(f.rank);
+      if (result_.end == AttemptEnd::kHang && w.process.status().has_value()) {
         f.exit = *w.process.status();
       }
     }
   }
-  return result;
+}
+
+}  // namespace
+
+AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& router,
+                              const std::function<void(const WorkerFailure&)>& on_failure,
+                              const std::function<void(int signal)>& on_interrupt) {
+  AttemptRun attempt(options_, signals_, abort_, router, on_failure, on_interrupt);
+  return attempt.Run(std::move(workers));
 }
 
 }  // namespace accel::launcher
