@@ -1,9 +1,7 @@
 # launch_bench: accel-launch vs torchrun launch overhead (bench/launch_bench.md).
-if(TARGET accel-launch)
-  add_executable(launch_bench ${CMAKE_CURRENT_LIST_DIR}/launch_bench.cc)
-  accel_warnings(launch_bench)
-  target_compile_definitions(launch_bench PRIVATE
-                             ACCEL_LAUNCH_PATH_DEFAULT="$<TARGET_FILE:accel-launch>"
-                             ACCEL_SOURCE_DIR_DEFAULT="${PROJECT_SOURCE_DIR}")
-  add_dependencies(launch_bench accel-launch)
-endif()
+add_executable(launch_bench ${CMAKE_CURRENT_LIST_DIR}/launch_bench.cc)
+accel_warnings(launch_bench)
+target_compile_definitions(launch_bench PRIVATE
+                           ACCEL_LAUNCH_PATH_DEFAULT="$<TARGET_FILE:accel-launch>"
+                           ACCEL_SOURCE_DIR_DEFAULT="${PROJECT_SOURCE_DIR}")
+add_dependencies(launch_bench accel-launch)

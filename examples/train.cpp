@@ -12,7 +12,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "accel/accelerator.h"
@@ -86,13 +89,17 @@ double ParamChecksum(torch::nn::Module& model) {
   return sum;
 }
 
-int Train(const TrainFlags& flags) {
+// Options from the environment, overridden by the flags that are libaccel settings.
+Options TrainOptions(const TrainFlags& flags) {
   Options options = Options::FromEnv();
   if (flags.grad_accum) options.gradient_accumulation_steps = *flags.grad_accum;
   options.overlap = flags.overlap;
-  Accelerator acc(options);
-  const int accumulation = acc.gradient_accumulation_steps();
+  return options;
+}
 
+// Reads --data (or makes the synthetic set) and shapes it for --model. Prints the problem and
+// returns nullopt when the data cannot be read or does not fit the model.
+std::optional<Dataset> LoadData(const TrainFlags& flags) {
   std::string error;
   Dataset set;
   if (flags.data.empty()) {
@@ -101,23 +108,36 @@ int Train(const TrainFlags& flags) {
     set = std::move(*read);
   } else {
     std::cerr << "train.bin: " << error << "\n";
-    return 2;
+    return std::nullopt;
   }
-  const auto input_dim = static_cast<int>(set.data.size(1));
-  const int side = static_cast<int>(std::lround(std::sqrt(input_dim)));
   if (flags.model == "cnn") {
+    const auto input_dim = static_cast<int>(set.data.size(1));
+    const int side = static_cast<int>(std::lround(std::sqrt(input_dim)));
     if (side * side != input_dim || side % 4 != 0) {
       std::cerr << "train.bin: --model cnn needs square inputs with a side divisible by 4, got "
                 << input_dim << " features\n";
-      return 2;
+      return std::nullopt;
     }
     set.data = set.data.view({-1, 1, side, side});
   }
+  return set;
+}
 
+// The prepared model, optimizer and loader of one run.
+struct Job {
+  torch::nn::Sequential model;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  DataLoader loader;
+};
+
+// Builds the model from --seed (the same initial weights everywhere; prepare broadcasts rank 0's
+// anyway) and the optimizer, and prepares them and the data loader with `acc`.
+Job PrepareJob(const TrainFlags& flags, Accelerator& acc, const Dataset& set) {
   torch::manual_seed(flags.seed);
-  auto model = flags.model == "cnn"
-                   ? BuildCnn(side, flags.hidden, flags.classes)
-                   : BuildMlp(input_dim, flags.hidden, flags.layers, flags.classes);
+  auto model =
+      flags.model == "cnn"
+          ? BuildCnn(static_cast<int>(set.data.size(2)), flags.hidden, flags.classes)
+          : BuildMlp(static_cast<int>(set.data.size(1)), flags.hidden, flags.layers, flags.classes);
   acc.prepare(model);  // same module: moved, broadcast from rank 0, DDP hooks
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   if (flags.optimizer == "sgd") {
@@ -130,73 +150,122 @@ int Train(const TrainFlags& flags) {
   acc.prepare(*optimizer);
   auto loader =
       acc.prepare_loader(set.data, set.target, flags.batch_size, /*shuffle=*/true, flags.seed);
+  return Job{model, std::move(optimizer), std::move(loader)};
+}
 
-  const std::int64_t per_epoch = StepsPerEpoch(loader.size(), accumulation);
-  const std::int64_t total_steps = flags.steps > 0 ? flags.steps : flags.epochs * per_epoch;
+// Where training starts and how many optimizer steps it runs to.
+struct StepRange {
   SchedulePosition start;
+  std::int64_t total_steps = 0;
+};
+
+// Resumes from --checkpoint_dir when --resume finds one there; returns the steps left to run.
+StepRange ResumeOrStart(const TrainFlags& flags, Accelerator& acc, const DataLoader& loader) {
+  const int accumulation = acc.gradient_accumulation_steps();
+  StepRange range;
+  const std::int64_t per_epoch = StepsPerEpoch(loader.size(), accumulation);
+  range.total_steps = flags.steps > 0 ? flags.steps : flags.epochs * per_epoch;
   if (flags.resume && std::filesystem::exists(flags.checkpoint_dir)) {
     acc.load_state(flags.checkpoint_dir);
-    start = PositionAfter(acc.step_count(), loader.size(), accumulation);
+    range.start = PositionAfter(acc.step_count(), loader.size(), accumulation);
     acc.print("resumed from ", flags.checkpoint_dir, " at step ", acc.step_count());
   }
+  return range;
+}
 
+// Samples per second since the clock last (re)started: at the start, then after --warmup steps.
+class Throughput {
+ public:
+  Throughput(std::int64_t samples_per_step, std::int64_t step)
+      : samples_per_step_(samples_per_step) {
+    Restart(step);
+  }
+  void Restart(std::int64_t step) {
+    start_ = std::chrono::steady_clock::now();
+    from_step_ = step;
+  }
+  double Rate(std::int64_t step) const {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    return elapsed > 0 ? static_cast<double>((step - from_step_) * samples_per_step_) / elapsed : 0;
+  }
+
+ private:
+  std::int64_t samples_per_step_;
+  std::chrono::steady_clock::time_point start_;
+  std::int64_t from_step_ = 0;
+};
+
+struct RunResult {
+  ProgressSample last;     // its loss is the last optimizer step's
+  double first_loss = -1;  // the first optimizer step's
+};
+
+// Trains over `range`: progress on the main process, a checkpoint every --save_every steps.
+RunResult RunSteps(const TrainFlags& flags, const StepRange& range, Accelerator& acc, Job& job) {
   ProgressView progress(stdout, isatty(STDOUT_FILENO) == 1);
   const bool show_scale = acc.mixed_precision() == MixedPrecision::kFp16;
-  double first_loss = -1, last_loss = 0;
-  const std::int64_t samples_per_step =
-      static_cast<std::int64_t>(flags.batch_size) * accumulation * acc.num_processes();
-  auto timer_start = std::chrono::steady_clock::now();
-  std::int64_t timed_from = acc.step_count();
+  const std::int64_t samples_per_step = static_cast<std::int64_t>(flags.batch_size) *
+                                        acc.gradient_accumulation_steps() * acc.num_processes();
+  Throughput throughput(samples_per_step, acc.step_count());
+  RunResult result;
+  double last_loss = 0;
   auto sample = [&] {
-    double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - timer_start).count();
-    double rate =
-        elapsed > 0
-            ? static_cast<double>((acc.step_count() - timed_from) * samples_per_step) / elapsed
-            : 0;
-    return ProgressSample{acc.step_count(), total_steps, last_loss, rate,
-                          show_scale ? acc.loss_scale() : 0};
+    return ProgressSample{acc.step_count(), range.total_steps, last_loss,
+                          throughput.Rate(acc.step_count()), show_scale ? acc.loss_scale() : 0};
   };
-
-  for (std::int64_t epoch = start.epoch; acc.step_count() < total_steps; ++epoch) {
-    loader.set_epoch(epoch);
+  for (std::int64_t epoch = range.start.epoch; acc.step_count() < range.total_steps; ++epoch) {
+    job.loader.set_epoch(epoch);
     std::int64_t batch_index = 0;
-    for (const auto& batch : loader) {
-      if (epoch == start.epoch && batch_index++ < start.batch) continue;
-      auto sync = acc.accumulate(model);
+    for (const auto& batch : job.loader) {
+      if (epoch == range.start.epoch && batch_index++ < range.start.batch) continue;
+      auto sync = acc.accumulate(job.model);
       auto loss = acc.autocast([&] {
-        return torch::nn::functional::cross_entropy(model->forward(batch.data), batch.target);
+        return torch::nn::functional::cross_entropy(job.model->forward(batch.data), batch.target);
       });
       acc.backward(loss);
       if (flags.max_grad_norm > 0) acc.clip_grad_norm(flags.max_grad_norm);
-      if (!acc.step(*optimizer)) continue;
+      if (!acc.step(*job.optimizer)) continue;
       last_loss = loss.item<double>();
-      if (first_loss < 0) first_loss = last_loss;
-      if (acc.step_count() == flags.warmup && flags.warmup > 0) {
-        timer_start = std::chrono::steady_clock::now();
-        timed_from = acc.step_count();
-      }
+      if (result.first_loss < 0) result.first_loss = last_loss;
+      if (acc.step_count() == flags.warmup && flags.warmup > 0)
+        throughput.Restart(acc.step_count());
       if (acc.is_main_process()) progress.Update(sample());
       if (!flags.checkpoint_dir.empty() && flags.save_every > 0 &&
           acc.step_count() % flags.save_every == 0) {
         acc.save_state(flags.checkpoint_dir);
       }
-      if (acc.step_count() >= total_steps) break;
+      if (acc.step_count() >= range.total_steps) break;
     }
   }
-  const ProgressSample final_sample = sample();
-  if (acc.is_main_process()) progress.Finish(final_sample);
-  if (!flags.checkpoint_dir.empty()) acc.save_state(flags.checkpoint_dir);
+  result.last = sample();
+  if (acc.is_main_process()) progress.Finish(result.last);
+  return result;
+}
 
-  auto mean_loss = acc.reduce(torch::tensor({last_loss}, torch::kFloat64), ReduceOp::kAvg);
-  const double checksum = ParamChecksum(*model);
+// Prints the final JSON line (main process): the mean last loss over ranks and the checksum.
+void PrintSummary(Accelerator& acc, const RunResult& result, torch::nn::Module& model) {
+  auto mean_loss = acc.reduce(torch::tensor({result.last.loss}, torch::kFloat64), ReduceOp::kAvg);
+  const double checksum = ParamChecksum(model);
   char json[512];
   std::snprintf(json, sizeof(json),
                 "{\"world\": %d, \"grad_accum\": %d, \"steps\": %lld, \"samples_per_sec\": %.1f, "
                 "\"loss\": %.6f, \"first_loss\": %.6f, \"param_checksum\": %.10g}",
-                acc.num_processes(), accumulation, static_cast<long long>(acc.step_count()),
-                final_sample.samples_per_sec, mean_loss.item<double>(), first_loss, checksum);
+                acc.num_processes(), acc.gradient_accumulation_steps(),
+                static_cast<long long>(acc.step_count()), result.last.samples_per_sec,
+                mean_loss.item<double>(), result.first_loss, checksum);
   acc.print(json);
+}
+
+int Train(const TrainFlags& flags) {
+  Accelerator acc(TrainOptions(flags));
+  std::optional<Dataset> set = LoadData(flags);
+  if (!set) return 2;
+  Job job = PrepareJob(flags, acc, *set);
+  const StepRange range = ResumeOrStart(flags, acc, job.loader);
+  const RunResult result = RunSteps(flags, range, acc, job);
+  if (!flags.checkpoint_dir.empty()) acc.save_state(flags.checkpoint_dir);
+  PrintSummary(acc, result, *job.model);
   return 0;
 }
 

@@ -7,9 +7,7 @@ target_include_directories(accel_train_support PUBLIC ${PROJECT_SOURCE_DIR})
 accel_warnings(accel_train_support)
 
 # train.bin: the main job (one LibTorch translation unit).
-if(TARGET accel_worker)
-  add_executable(train_bin ${CMAKE_CURRENT_LIST_DIR}/train.cpp)
-  set_target_properties(train_bin PROPERTIES OUTPUT_NAME train.bin)
-  target_link_libraries(train_bin PRIVATE accel_worker accel_train_support)
-  accel_warnings(train_bin)
-endif()
+add_executable(train_bin ${CMAKE_CURRENT_LIST_DIR}/train.cpp)
+set_target_properties(train_bin PROPERTIES OUTPUT_NAME train.bin)
+target_link_libraries(train_bin PRIVATE accel_worker accel_train_support)
+accel_warnings(train_bin)

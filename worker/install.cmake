@@ -34,7 +34,7 @@ foreach(dir ${TORCH_INCLUDE_DIRS})
   endif()
 endforeach()
 set(ACCEL_PC_LIBS "-L${_accel_torch_libdir} -Wl,-rpath,${_accel_torch_libdir} -ltorch -ltorch_cpu -lc10")
-if(TARGET torch_cuda)
+if(ACCEL_TORCH_CUDA)
   string(APPEND ACCEL_PC_LIBS " -ltorch_cuda -lc10_cuda")
 endif()
 # Relocatable: the prefix is found relative to the .pc file itself.

@@ -1,7 +1,7 @@
 // Loads accelerate's default_config.yaml (plus our keys) onto a Config, recording where each
 // value came from. Every problem in the file is collected, not just the first: malformed YAML
 // (including "key:value" without a space), unknown keys (with "did you mean"), duplicate keys,
-// wrong types and unsupported sections. Cross-field checks live in config_validate.h.
+// wrong types and unsupported sections. Cross-field checks live in validate.h.
 #ifndef ACCEL_LAUNCHER_CONFIG_LOADER_H_
 #define ACCEL_LAUNCHER_CONFIG_LOADER_H_
 

@@ -61,6 +61,8 @@ std::string Empty(const Config&) { return ""; }
   KeySpec{#key, KeyKind::kIgnored, true, WriteMode::kNever, help, Ignore, Empty}
 // clang-format on
 
+// Returns every key, alphabetically. One function on purpose: a table, one row per key, that a
+// reader scans whole to see what a config file may hold; split, it would read no better.
 std::vector<KeySpec> MakeSchema() {
   std::vector<KeySpec> keys = {
       ACCEL_IGNORED(additional_args, "SageMaker only; ignored"),

@@ -1,15 +1,18 @@
 // libFuzzer target: arbitrary bytes as a sequence of requests to the rendezvous service handlers
-// (the same code the gRPC services call: store_handlers.h, KvTable, JoinCoordinator).
+// (the same code the gRPC services call: rendezvous/store/handlers.h, KvTable,
+// JoinCoordinator).
 //
 // Input format, repeated: [method byte][length byte][length bytes parsed as that method's request
 // message]. A fresh table and coordinator serve each input, so every crash reproduces from its
 // input alone. Invariants checked (trap on violation): every join / wait / watch completes exactly
 // once by the end of the input, and every successful join's ranks are consistent.
 // How to build and run: tests/fuzz/README.md.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "accel/rendezvous/v1/rendezvous.pb.h"
 #include "google/protobuf/stubs/logging.h"
@@ -55,149 +58,198 @@ bool Parse(const std::uint8_t* data, std::size_t size, Message& message) {
   return message.ParseFromArray(data, static_cast<int>(size));
 }
 
-void RunOne(const std::uint8_t* data, std::size_t size) {
+KvLimits FuzzLimits() {
   KvLimits limits;
   limits.max_key_bytes = 64;
   limits.max_value_bytes = 256;
   limits.max_total_bytes = 4096;
   limits.max_keys_per_wait = 8;
-  KvTable table(limits);
+  return limits;
+}
+
+ServerOptions FuzzServerOptions() {
   ServerOptions options;
   options.run_id = "run";
   options.num_machines = 3;
   options.num_processes = 0;
   options.rdzv_timeout = absl::Seconds(30);
-  JoinCoordinator::Hooks hooks;
-  hooks.store_port = [] { return 1234; };
-  hooks.pick_master_port = [] { return absl::StatusOr<int>(29500); };
-  hooks.attempt_over = [&table](const std::string& ns) { table.DropNamespace(ns); };
-  JoinCoordinator coordinator(options, hooks);
+  return options;
+}
 
-  absl::Time now = absl::FromUnixSeconds(1'700'000'000);
-  int outstanding = 0;  // joins, waits and watches not yet completed
-  std::vector<JoinCoordinator::Id> joins;
-  std::vector<KvTable::WaiterId> waiters;
-  std::vector<JoinCoordinator::Id> watches;
-  std::vector<std::shared_ptr<CountingSink>> sinks;
+// Checks a completed join's answer: the rank range, and base ranks that follow the machines.
+void CheckJoinResult(const absl::StatusOr<v1::JoinResponse>& result) {
+  if (!result.ok()) return;
+  Check(result->base_rank() >= 0 && result->base_rank() < result->world_size());
+  int base = 0;
+  for (const v1::Machine& m : result->machines()) {
+    Check(m.base_rank() == base);
+    base += m.local_processes();
+  }
+  Check(result->machines_size() == 0 || base == result->world_size());
+}
 
+// One input's world: a fresh table and coordinator, a simulated clock, and every join, wait and
+// watch started so far, each of which must complete exactly once.
+class Session {
+ public:
+  Session() : table_(FuzzLimits()), coordinator_(FuzzServerOptions(), Hooks()) {}
+
+  // Applies one request; `method` % 14 picks it (the file comment lists them).
+  void Apply(std::uint8_t method, const std::uint8_t* body, std::size_t length) {
+    switch (method % 14) {
+      case 0:
+        StoreRequest<v1::SetRequest>(body, length, HandleSet);
+        break;
+      case 1:
+        StoreRequest<v1::GetRequest>(body, length, HandleGetNow);
+        break;
+      case 2:
+        StoreRequest<v1::AddRequest>(body, length, HandleAdd);
+        break;
+      case 3:
+        StoreRequest<v1::DeleteRequest>(body, length, HandleDelete);
+        break;
+      case 4:
+        StoreRequest<v1::CompareSetRequest>(body, length, HandleCompareSet);
+        break;
+      case 5:
+        Wait(body, length);
+        break;
+      case 6:
+        Join(body, length);
+        break;
+      case 7:
+        Watch(body, length);
+        break;
+      case 8:
+        CoordinatorRequest<v1::HeartbeatRequest>(body, length, &JoinCoordinator::Heartbeat);
+        break;
+      case 9:
+        CoordinatorRequest<v1::ReportRequest>(body, length, &JoinCoordinator::Report);
+        break;
+      case 10:
+        PassTime(length == 0 ? 1 : body[0]);
+        break;
+      case 11:
+      case 12:
+      case 13:
+        if (length > 0) Cancel(method % 14, body[0]);
+        break;
+    }
+  }
+
+  // Shuts down, which must complete everything still pending, exactly once.
+  void Finish() {
+    coordinator_.Shutdown();
+    table_.FailAll(absl::UnavailableError("shutdown"));
+    for (auto& sink : sinks_) sink->EndOfInput();
+    Check(outstanding_ == 0);
+  }
+
+ private:
+  JoinCoordinator::Hooks Hooks() {
+    JoinCoordinator::Hooks hooks;
+    hooks.store_port = [] { return 1234; };
+    hooks.pick_master_port = [] { return absl::StatusOr<int>(29500); };
+    hooks.attempt_over = [this](const std::string& ns) { table_.DropNamespace(ns); };
+    return hooks;
+  }
+
+  // Set, Get, Add, Delete, CompareSet: answered at once.
+  template <typename Request, typename Handler>
+  void StoreRequest(const std::uint8_t* body, std::size_t length, Handler handle) {
+    Request r;
+    if (Parse(body, length, r)) (void)handle(table_, r);
+  }
+
+  // Heartbeat, Report: answered at once.
+  template <typename Request, typename Method>
+  void CoordinatorRequest(const std::uint8_t* body, std::size_t length, Method method) {
+    Request r;
+    if (Parse(body, length, r)) (void)(coordinator_.*method)(r, now_);
+  }
+
+  // Wait (and Get with a timeout): a KvTable waiter.
+  void Wait(const std::uint8_t* body, std::size_t length) {
+    v1::WaitRequest r;
+    if (!Parse(body, length, r) || !CheckNamespace(r.ns()).ok()) return;
+    absl::StatusOr<absl::Time> deadline = WaitDeadline(r.timeout_ms(), now_, now_ + absl::Hours(1));
+    if (!deadline.ok()) return;
+    ++outstanding_;
+    auto done = std::make_shared<bool>(false);
+    waiters_.push_back(table_.AddWaiter(r.ns(), {r.keys().begin(), r.keys().end()}, *deadline,
+                                        [this, done](absl::Status) {
+                                          Check(!*done);
+                                          *done = true;
+                                          --outstanding_;
+                                        }));
+  }
+
+  void Join(const std::uint8_t* body, std::size_t length) {
+    v1::JoinRequest r;
+    if (!Parse(body, length, r)) return;
+    ++outstanding_;
+    auto done = std::make_shared<bool>(false);
+    joins_.push_back(coordinator_.Join(r, "ipv4:10.0.0.9:5555", now_,
+                                       [this, done](absl::StatusOr<v1::JoinResponse> result) {
+                                         Check(!*done);
+                                         *done = true;
+                                         --outstanding_;
+                                         CheckJoinResult(result);
+                                       }));
+  }
+
+  void Watch(const std::uint8_t* body, std::size_t length) {
+    v1::WatchRequest r;
+    if (!Parse(body, length, r)) return;
+    auto sink = std::make_shared<CountingSink>(&outstanding_);
+    sinks_.push_back(sink);
+    absl::StatusOr<JoinCoordinator::Id> id = coordinator_.Watch(r, sink);
+    if (!id.ok()) {
+      sink->Close(id.status());  // what the service does with a refused watch
+    } else {
+      watches_.push_back(*id);
+    }
+  }
+
+  // Advances the clock by tenths of a second and lets deadlines fire.
+  void PassTime(int tenths) {
+    now_ += absl::Milliseconds(tenths) * 100;
+    coordinator_.Tick(now_);
+    table_.ExpireWaiters(now_);
+  }
+
+  // A client goes away: 11 cancels a join, 12 a wait, 13 breaks a watch; `pick` chooses which.
+  void Cancel(int method, std::uint8_t pick) {
+    if (method == 11 && !joins_.empty()) {
+      coordinator_.CancelJoin(joins_[pick % joins_.size()]);
+    } else if (method == 12 && !waiters_.empty()) {
+      table_.CancelWaiter(waiters_[pick % waiters_.size()], absl::CancelledError("gone"));
+    } else if (method == 13 && !watches_.empty()) {
+      coordinator_.WatchBroken(watches_[pick % watches_.size()], now_);
+    }
+  }
+
+  KvTable table_;
+  absl::Time now_ = absl::FromUnixSeconds(1'700'000'000);
+  int outstanding_ = 0;          // joins, waits and watches not yet completed
+  JoinCoordinator coordinator_;  // after table_ (its hooks use it)
+  std::vector<JoinCoordinator::Id> joins_;
+  std::vector<KvTable::WaiterId> waiters_;
+  std::vector<JoinCoordinator::Id> watches_;
+  std::vector<std::shared_ptr<CountingSink>> sinks_;
+};
+
+void RunOne(const std::uint8_t* data, std::size_t size) {
+  Session session;
   std::size_t pos = 0;
   while (pos + 2 <= size) {
     const std::uint8_t method = data[pos];
     const std::size_t length = std::min<std::size_t>(data[pos + 1], size - pos - 2);
-    const std::uint8_t* body = data + pos + 2;
+    session.Apply(method, data + pos + 2, length);
     pos += 2 + length;
-    switch (method % 14) {
-      case 0: {
-        v1::SetRequest r;
-        if (Parse(body, length, r)) (void)HandleSet(table, r);
-        break;
-      }
-      case 1: {
-        v1::GetRequest r;
-        if (Parse(body, length, r)) (void)HandleGetNow(table, r);
-        break;
-      }
-      case 2: {
-        v1::AddRequest r;
-        if (Parse(body, length, r)) (void)HandleAdd(table, r);
-        break;
-      }
-      case 3: {
-        v1::DeleteRequest r;
-        if (Parse(body, length, r)) (void)HandleDelete(table, r);
-        break;
-      }
-      case 4: {
-        v1::CompareSetRequest r;
-        if (Parse(body, length, r)) (void)HandleCompareSet(table, r);
-        break;
-      }
-      case 5: {  // Wait (and Get with a timeout): a KvTable waiter
-        v1::WaitRequest r;
-        if (!Parse(body, length, r) || !CheckNamespace(r.ns()).ok()) break;
-        absl::StatusOr<absl::Time> deadline =
-            WaitDeadline(r.timeout_ms(), now, now + absl::Hours(1));
-        if (!deadline.ok()) break;
-        ++outstanding;
-        auto done = std::make_shared<bool>(false);
-        waiters.push_back(table.AddWaiter(r.ns(), {r.keys().begin(), r.keys().end()}, *deadline,
-                                          [&outstanding, done](absl::Status) {
-                                            Check(!*done);
-                                            *done = true;
-                                            --outstanding;
-                                          }));
-        break;
-      }
-      case 6: {
-        v1::JoinRequest r;
-        if (!Parse(body, length, r)) break;
-        ++outstanding;
-        auto done = std::make_shared<bool>(false);
-        joins.push_back(coordinator.Join(
-            r, "ipv4:10.0.0.9:5555", now,
-            [&outstanding, done](absl::StatusOr<v1::JoinResponse> result) {
-              Check(!*done);
-              *done = true;
-              --outstanding;
-              if (!result.ok()) return;
-              Check(result->base_rank() >= 0 && result->base_rank() < result->world_size());
-              int base = 0;
-              for (const v1::Machine& m : result->machines()) {
-                Check(m.base_rank() == base);
-                base += m.local_processes();
-              }
-              Check(result->machines_size() == 0 || base == result->world_size());
-            }));
-        break;
-      }
-      case 7: {
-        v1::WatchRequest r;
-        if (!Parse(body, length, r)) break;
-        auto sink = std::make_shared<CountingSink>(&outstanding);
-        sinks.push_back(sink);
-        absl::StatusOr<JoinCoordinator::Id> id = coordinator.Watch(r, sink);
-        if (!id.ok()) {
-          sink->Close(id.status());  // what the service does with a refused watch
-        } else {
-          watches.push_back(*id);
-        }
-        break;
-      }
-      case 8: {
-        v1::HeartbeatRequest r;
-        if (Parse(body, length, r)) (void)coordinator.Heartbeat(r, now);
-        break;
-      }
-      case 9: {
-        v1::ReportRequest r;
-        if (Parse(body, length, r)) (void)coordinator.Report(r, now);
-        break;
-      }
-      case 10:  // time passes
-        now += absl::Milliseconds(length == 0 ? 1 : body[0]) * 100;
-        coordinator.Tick(now);
-        table.ExpireWaiters(now);
-        break;
-      case 11:  // a client goes away
-        if (!joins.empty() && length > 0) coordinator.CancelJoin(joins[body[0] % joins.size()]);
-        break;
-      case 12:
-        if (!waiters.empty() && length > 0) {
-          table.CancelWaiter(waiters[body[0] % waiters.size()], absl::CancelledError("gone"));
-        }
-        break;
-      case 13:
-        if (!watches.empty() && length > 0) {
-          coordinator.WatchBroken(watches[body[0] % watches.size()], now);
-        }
-        break;
-    }
   }
-  // Shutdown must complete everything still pending, exactly once.
-  coordinator.Shutdown();
-  table.FailAll(absl::UnavailableError("shutdown"));
-  for (auto& sink : sinks) sink->EndOfInput();
-  Check(outstanding == 0);
+  session.Finish();
 }
 
 }  // namespace

@@ -90,6 +90,139 @@ void WriteProgress(const char* path, std::uint64_t step) {
   ::rename(tmp.c_str(), path);
 }
 
+// --print_env[=A,B]: the named variables, or the whole contract.
+void PrintEnv(const std::string& list) {
+  std::vector<std::string> names;
+  if (list.empty()) {
+    names.assign(std::begin(kContract), std::end(kContract));
+  } else {
+    for (std::size_t p = 0; p <= list.size();) {
+      std::size_t e = list.find(',', p);
+      if (e == std::string::npos) e = list.size();
+      names.push_back(list.substr(p, e - p));
+      p = e + 1;
+    }
+  }
+  for (const std::string& name : names) {
+    const char* value = std::getenv(name.c_str());
+    if (value != nullptr) {
+      std::printf("ENV %s=%s\n", name.c_str(), value);
+    } else {
+      std::printf("ENV %s unset\n", name.c_str());
+    }
+  }
+}
+
+// --list_fds: every open descriptor but the one reading /proc/self/fd.
+void ListFds() {
+  std::string line = "FDS";
+  DIR* dir = ::opendir("/proc/self/fd");
+  const int own = dir != nullptr ? ::dirfd(dir) : -1;
+  for (dirent* e = dir != nullptr ? ::readdir(dir) : nullptr; e != nullptr; e = ::readdir(dir)) {
+    if (e->d_name[0] == '.' || std::atoi(e->d_name) == own) continue;
+    line += " ";
+    line += e->d_name;
+  }
+  if (dir != nullptr) ::closedir(dir);
+  std::printf("%s\n", line.c_str());
+}
+
+// --lines=N[:LEN]
+void PrintLines(const std::string& spec, int rank) {
+  const int n = std::atoi(spec.c_str());
+  const std::size_t colon = spec.find(':');
+  const int len = colon == std::string::npos ? 80 : std::atoi(spec.c_str() + colon + 1);
+  for (int l = 0; l < n; ++l) {
+    std::string line = "rank " + std::to_string(rank) + " line " + std::to_string(l) + " ";
+    while (static_cast<int>(line.size()) < len) line.push_back('x');
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+// --progress=N
+void WriteProgressSteps(int steps) {
+  const char* path = std::getenv("ACCEL_PROGRESS_FILE");
+  for (int s = 1; path != nullptr && s <= steps; ++s) {
+    WriteProgress(path, static_cast<std::uint64_t>(s));
+    SleepSeconds(0.01);
+  }
+}
+
+// How the worker ends, from the flags that apply at the end.
+struct Ending {
+  double sleep_s = 0;
+  double fail_sleep_s = -1;
+  int fail_rank = -1;
+  int exit_code = 0;
+  int signal_number = 0;
+  int fail_until = -1;
+  bool write_error = false;
+  std::string error_message;
+};
+
+// Applies one flag: acts now (printing, files, signal disposition) or records it in `ending`.
+// Returns false for an unknown flag.
+bool ApplyFlag(const char* arg, int rank, Ending& ending) {
+  std::string v;
+  if (Flag(arg, "--print_env", &v)) {
+    PrintEnv(v);
+  } else if (Flag(arg, "--print_pids", &v)) {
+    std::printf("PID %d PPID %d\n", static_cast<int>(::getpid()), static_cast<int>(::getppid()));
+  } else if (Flag(arg, "--list_fds", &v)) {
+    ListFds();
+  } else if (Flag(arg, "--pid_dir", &v)) {
+    std::ofstream(v + "/rank_" + std::to_string(rank) + ".pid") << ::getpid() << "\n";
+  } else if (Flag(arg, "--lines", &v)) {
+    PrintLines(v, rank);
+  } else if (Flag(arg, "--stderr", &v)) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s\n", v.c_str());
+  } else if (Flag(arg, "--progress", &v)) {
+    WriteProgressSteps(std::atoi(v.c_str()));
+  } else if (Flag(arg, "--ignore_term", &v)) {
+    ::signal(SIGTERM, SIG_IGN);
+  } else if (Flag(arg, "--sleep", &v)) {
+    ending.sleep_s = std::atof(v.c_str());
+  } else if (Flag(arg, "--fail_rank", &v)) {
+    ending.fail_rank = std::atoi(v.c_str());
+  } else if (Flag(arg, "--fail_sleep", &v)) {
+    ending.fail_sleep_s = std::atof(v.c_str());
+  } else if (Flag(arg, "--write_error", &v)) {
+    ending.write_error = true;
+    ending.error_message = v;
+  } else if (Flag(arg, "--signal", &v)) {
+    ending.signal_number = std::atoi(v.c_str());
+  } else if (Flag(arg, "--exit", &v)) {
+    ending.exit_code = std::atoi(v.c_str());
+  } else if (Flag(arg, "--fail_until_restart", &v)) {
+    ending.fail_until = std::atoi(v.c_str());
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Sleeps, then fails as `ending` says (when this rank fails). Returns the exit code.
+int Finish(const Ending& ending, int rank) {
+  const bool failing = ending.fail_rank < 0 || ending.fail_rank == rank;
+  SleepSeconds(failing && ending.fail_sleep_s >= 0 ? ending.fail_sleep_s : ending.sleep_s);
+  if (ending.fail_until >= 0) {
+    return EnvInt("TORCHELASTIC_RESTART_COUNT", 0) < ending.fail_until ? 1 : 0;
+  }
+  if (!failing) return 0;
+  if (ending.write_error) {
+    if (const char* path = std::getenv("ACCEL_ERROR_FILE"); path != nullptr) {
+      std::ofstream(path) << "{\"message\": \"" << ending.error_message
+                          << "\", \"time\": " << ::time(nullptr) << ", \"rank\": " << rank << "}\n";
+    }
+  }
+  if (ending.signal_number > 0) {
+    ::signal(ending.signal_number, SIG_DFL);
+    ::raise(ending.signal_number);
+  }
+  return ending.exit_code;
+}
+
 }  // namespace
 
 // Under ASan, LeakSanitizer's exit-time check clones a tracer task; a worker the launcher kills
@@ -98,103 +231,13 @@ extern "C" const char* __asan_default_options() { return "detect_leaks=0"; }
 
 int main(int argc, char** argv) {
   const int rank = EnvInt("RANK", -1);
-  double sleep_s = 0, fail_sleep_s = -1;
-  int fail_rank = -1, exit_code = 0, signal_number = 0, fail_until = -1;
-  std::string error_message;
-  bool write_error = false;
+  Ending ending;
   for (int i = 1; i < argc; ++i) {
-    std::string v;
-    if (Flag(argv[i], "--print_env", &v)) {
-      std::vector<std::string> names;
-      if (v.empty()) {
-        names.assign(std::begin(kContract), std::end(kContract));
-      } else {
-        for (std::size_t p = 0; p <= v.size();) {
-          std::size_t e = v.find(',', p);
-          if (e == std::string::npos) e = v.size();
-          names.push_back(v.substr(p, e - p));
-          p = e + 1;
-        }
-      }
-      for (const std::string& name : names) {
-        const char* value = std::getenv(name.c_str());
-        if (value != nullptr) {
-          std::printf("ENV %s=%s\n", name.c_str(), value);
-        } else {
-          std::printf("ENV %s unset\n", name.c_str());
-        }
-      }
-    } else if (Flag(argv[i], "--print_pids", &v)) {
-      std::printf("PID %d PPID %d\n", static_cast<int>(::getpid()), static_cast<int>(::getppid()));
-    } else if (Flag(argv[i], "--list_fds", &v)) {
-      std::string line = "FDS";
-      DIR* dir = ::opendir("/proc/self/fd");
-      const int own = dir != nullptr ? ::dirfd(dir) : -1;
-      for (dirent* e = dir != nullptr ? ::readdir(dir) : nullptr; e != nullptr;
-           e = ::readdir(dir)) {
-        if (e->d_name[0] == '.' || std::atoi(e->d_name) == own) continue;
-        line += " ";
-        line += e->d_name;
-      }
-      if (dir != nullptr) ::closedir(dir);
-      std::printf("%s\n", line.c_str());
-    } else if (Flag(argv[i], "--pid_dir", &v)) {
-      std::ofstream(v + "/rank_" + std::to_string(rank) + ".pid") << ::getpid() << "\n";
-    } else if (Flag(argv[i], "--lines", &v)) {
-      const int n = std::atoi(v.c_str());
-      const std::size_t colon = v.find(':');
-      const int len = colon == std::string::npos ? 80 : std::atoi(v.c_str() + colon + 1);
-      for (int l = 0; l < n; ++l) {
-        std::string line = "rank " + std::to_string(rank) + " line " + std::to_string(l) + " ";
-        while (static_cast<int>(line.size()) < len) line.push_back('x');
-        std::printf("%s\n", line.c_str());
-      }
-    } else if (Flag(argv[i], "--stderr", &v)) {
-      std::fflush(stdout);
-      std::fprintf(stderr, "%s\n", v.c_str());
-    } else if (Flag(argv[i], "--progress", &v)) {
-      const char* path = std::getenv("ACCEL_PROGRESS_FILE");
-      const int steps = std::atoi(v.c_str());
-      for (int s = 1; path != nullptr && s <= steps; ++s) {
-        WriteProgress(path, static_cast<std::uint64_t>(s));
-        SleepSeconds(0.01);
-      }
-    } else if (Flag(argv[i], "--ignore_term", &v)) {
-      ::signal(SIGTERM, SIG_IGN);
-    } else if (Flag(argv[i], "--sleep", &v)) {
-      sleep_s = std::atof(v.c_str());
-    } else if (Flag(argv[i], "--fail_rank", &v)) {
-      fail_rank = std::atoi(v.c_str());
-    } else if (Flag(argv[i], "--fail_sleep", &v)) {
-      fail_sleep_s = std::atof(v.c_str());
-    } else if (Flag(argv[i], "--write_error", &v)) {
-      write_error = true;
-      error_message = v;
-    } else if (Flag(argv[i], "--signal", &v)) {
-      signal_number = std::atoi(v.c_str());
-    } else if (Flag(argv[i], "--exit", &v)) {
-      exit_code = std::atoi(v.c_str());
-    } else if (Flag(argv[i], "--fail_until_restart", &v)) {
-      fail_until = std::atoi(v.c_str());
-    } else {
+    if (!ApplyFlag(argv[i], rank, ending)) {
       std::fprintf(stderr, "fake_worker: unknown flag %s\n", argv[i]);
       return 64;
     }
   }
   std::fflush(stdout);
-  const bool failing = fail_rank < 0 || fail_rank == rank;
-  SleepSeconds(failing && fail_sleep_s >= 0 ? fail_sleep_s : sleep_s);
-  if (fail_until >= 0) return EnvInt("TORCHELASTIC_RESTART_COUNT", 0) < fail_until ? 1 : 0;
-  if (!failing) return 0;
-  if (write_error) {
-    if (const char* path = std::getenv("ACCEL_ERROR_FILE"); path != nullptr) {
-      std::ofstream(path) << "{\"message\": \"" << error_message
-                          << "\", \"time\": " << ::time(nullptr) << ", \"rank\": " << rank << "}\n";
-    }
-  }
-  if (signal_number > 0) {
-    ::signal(signal_number, SIG_DFL);
-    ::raise(signal_number);
-  }
-  return exit_code;
+  return Finish(ending, rank);
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Records torch.cuda.amp.GradScaler's scale/skip sequence for tests/unit/worker_loss_scaler_test.cc.
+"""Records torch.cuda.amp.GradScaler's scale/skip sequence for
+tests/unit/worker/amp/loss_scaler_test.cc.
 
 GradScaler needs CUDA and its two kernels (_amp_foreach_non_finite_check_and_unscale_,
 _amp_update_scale_) have no CPU implementation in torch 1.13. So this script runs torch 1.13's

@@ -15,7 +15,10 @@
 
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
@@ -27,10 +30,18 @@
 
 namespace {
 
+using accel::rendezvous::ClientOptions;
 using accel::rendezvous::Event;
+using accel::rendezvous::JoinRequest;
+using accel::rendezvous::JoinResult;
+using accel::rendezvous::RendezvousClient;
+using accel::rendezvous::RendezvousServer;
+using accel::rendezvous::RootCause;
+using accel::rendezvous::ServerOptions;
+using Flags = std::map<std::string, std::string>;
 
-std::map<std::string, std::string> ParseFlags(int argc, char** argv) {
-  std::map<std::string, std::string> flags;
+Flags ParseFlags(int argc, char** argv) {
+  Flags flags;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--", 0) != 0) continue;
@@ -44,15 +55,14 @@ std::map<std::string, std::string> ParseFlags(int argc, char** argv) {
   return flags;
 }
 
-int IntFlag(const std::map<std::string, std::string>& flags, const std::string& name, int def) {
+int IntFlag(const Flags& flags, const std::string& name, int def) {
   auto it = flags.find(name);
   int value = def;
   if (it != flags.end() && !absl::SimpleAtoi(it->second, &value)) value = def;
   return value;
 }
 
-std::string Flag(const std::map<std::string, std::string>& flags, const std::string& name,
-                 const std::string& def) {
+std::string Flag(const Flags& flags, const std::string& name, const std::string& def) {
   auto it = flags.find(name);
   return it == flags.end() ? def : it->second;
 }
@@ -98,17 +108,19 @@ int ExchangeThroughStore(const accel::rendezvous::JoinResult& joined, const std:
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const auto flags = ParseFlags(argc, argv);
-  accel::rendezvous::ClientOptions options;
+// The client side of one machine, from the flags (the endpoint may be replaced by --serve).
+ClientOptions ClientOptionsFrom(const Flags& flags) {
+  ClientOptions options;
   options.endpoint = Flag(flags, "endpoint", "");
   options.token = Flag(flags, "token", "");
   options.run_id = Flag(flags, "run_id", "run");
   options.machine_rank = IntFlag(flags, "machine_rank", 0);
   options.hostname = Flag(flags, "hostname", absl::StrCat("host", options.machine_rank));
-  accel::rendezvous::JoinRequest request;
+  return options;
+}
+
+JoinRequest JoinRequestFrom(const Flags& flags, const ClientOptions& options) {
+  JoinRequest request;
   request.run_id = options.run_id;
   request.machine_rank = options.machine_rank;
   request.num_machines = IntFlag(flags, "num_machines", 1);
@@ -121,43 +133,108 @@ int main(int argc, char** argv) {
   request.config_fingerprint[fingerprint.substr(0, eq)] =
       eq == std::string::npos ? "" : fingerprint.substr(eq + 1);
   request.accel_version = "test";
+  return request;
+}
 
-  std::unique_ptr<accel::rendezvous::RendezvousServer> server;
+// Starts the server at --serve, as machine 0's launcher does, and points `options` at it through
+// 127.0.0.1. Prints SERVING (or SERVE_ERROR and returns null).
+std::unique_ptr<RendezvousServer> Serve(const Flags& flags, const JoinRequest& request,
+                                        ClientOptions& options) {
+  ServerOptions server_options;
+  server_options.bind_address = Flag(flags, "serve", "");
+  server_options.num_machines = request.num_machines;
+  server_options.num_processes = request.num_processes;
+  server_options.run_id = options.run_id;
+  server_options.token = options.token;
+  server_options.rdzv_timeout = absl::Milliseconds(IntFlag(flags, "rdzv_timeout_ms", 30000));
+  auto started = RendezvousServer::Start(server_options);
+  if (!started.ok()) {
+    Print(absl::StrCat("SERVE_ERROR ", started.status().ToString()));
+    return nullptr;
+  }
+  std::unique_ptr<RendezvousServer> server = *std::move(started);
+  options.endpoint = absl::StrCat("127.0.0.1:", server->port());
+  Print(absl::StrCat("SERVING port=", server->port()));
+  return server;
+}
+
+void PrintJoinError(const absl::Status& status) {
+  Print(absl::StrCat("JOIN_ERROR code=", absl::StatusCodeToString(status.code()),
+                     " msg=", status.message()));
+}
+
+void PrintJoined(const JoinResult& joined) {
+  Print(absl::StrCat("JOINED attempt=", joined.attempt, " base=", joined.base_rank,
+                     " world=", joined.world_size, " master=", joined.master_addr, ":",
+                     joined.master_port, " store=", joined.store_endpoint,
+                     " ns=", joined.store_namespace, " machines=", joined.machines.size()));
+}
+
+// Sends what --report asks for (none, done or failure); prints REPORT_ERROR when that fails.
+void Report(const std::string& report, RendezvousClient& client, const JoinRequest& request,
+            const JoinResult& joined) {
+  absl::Status s;
+  if (report == "done") {
+    s = client.ReportDone(joined.attempt);
+  } else if (report == "failure") {
+    RootCause cause;
+    cause.machine_rank = request.machine_rank;
+    cause.hostname = request.hostname;
+    cause.rank = joined.base_rank;
+    cause.exit_code = 7;
+    cause.message = absl::StrCat("rank ", joined.base_rank, " exited with 7");
+    s = client.ReportFailure(joined.attempt, cause);
+  }
+  if (!s.ok()) Print(absl::StrCat("REPORT_ERROR ", s.ToString()));
+}
+
+// Watches the attempt, reports, and waits up to watch_ms for the first event, which it prints.
+// Returns the exit code: 0, 4 (no event) or 5 (an abort or a lost server).
+int WatchAndReport(const Flags& flags, int watch_ms, RendezvousClient& client,
+                   const JoinRequest& request, const JoinResult& joined) {
+  absl::Notification got;
+  Event event;
+  absl::Status started = client.Watch(joined.attempt, [&](const Event& e) {
+    event = e;
+    got.Notify();
+  });
+  if (!started.ok()) return 4;
+  Report(Flag(flags, "report", "none"), client, request, joined);
+  if (!got.WaitForNotificationWithTimeout(absl::Milliseconds(watch_ms))) {
+    Print("NO_EVENT");
+    client.StopWatch();
+    return 4;
+  }
+  Print(absl::StrCat("EVENT kind=", KindName(event.kind), " machine=",
+                     event.root_cause.machine_rank, " msg=", event.root_cause.message));
+  client.StopWatch();
+  return event.kind == Event::Kind::kAbort || event.kind == Event::Kind::kServerLost ? 5 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Flags flags = ParseFlags(argc, argv);
+  ClientOptions options = ClientOptionsFrom(flags);
+  const JoinRequest request = JoinRequestFrom(flags, options);
+  std::unique_ptr<RendezvousServer> server;
   if (flags.count("serve")) {
-    accel::rendezvous::ServerOptions server_options;
-    server_options.bind_address = Flag(flags, "serve", "");
-    server_options.num_machines = request.num_machines;
-    server_options.num_processes = request.num_processes;
-    server_options.run_id = options.run_id;
-    server_options.token = options.token;
-    server_options.rdzv_timeout = absl::Milliseconds(IntFlag(flags, "rdzv_timeout_ms", 30000));
-    auto started = accel::rendezvous::RendezvousServer::Start(server_options);
-    if (!started.ok()) {
-      Print(absl::StrCat("SERVE_ERROR ", started.status().ToString()));
-      return 3;
-    }
-    server = *std::move(started);
-    options.endpoint = absl::StrCat("127.0.0.1:", server->port());
-    Print(absl::StrCat("SERVING port=", server->port()));
+    server = Serve(flags, request, options);
+    if (server == nullptr) return 3;
   }
   absl::SleepFor(absl::Milliseconds(IntFlag(flags, "delay_ms", 0)));
   auto client = accel::rendezvous::NewGrpcRendezvousClient(options);
   if (!client.ok()) {
-    Print(absl::StrCat("JOIN_ERROR code=", absl::StatusCodeToString(client.status().code()),
-                       " msg=", client.status().message()));
+    PrintJoinError(client.status());
     return 3;
   }
   auto joined = (*client)->Join(
       request, absl::Now() + absl::Milliseconds(IntFlag(flags, "timeout_ms", 30000)));
   if (!joined.ok()) {
-    Print(absl::StrCat("JOIN_ERROR code=", absl::StatusCodeToString(joined.status().code()),
-                       " msg=", joined.status().message()));
+    PrintJoinError(joined.status());
     return 3;
   }
-  Print(absl::StrCat("JOINED attempt=", joined->attempt, " base=", joined->base_rank,
-                     " world=", joined->world_size, " master=", joined->master_addr, ":",
-                     joined->master_port, " store=", joined->store_endpoint,
-                     " ns=", joined->store_namespace, " machines=", joined->machines.size()));
+  PrintJoined(*joined);
   if (IntFlag(flags, "kv", 0) != 0) {
     if (int rc = ExchangeThroughStore(*joined, options.token, request.machine_rank,
                                       request.num_machines);
@@ -167,34 +244,5 @@ int main(int argc, char** argv) {
   }
   const int watch_ms = IntFlag(flags, "watch_ms", 0);
   if (watch_ms <= 0) return 0;
-  absl::Notification got;
-  Event event;
-  absl::Status started = (*client)->Watch(joined->attempt, [&](const Event& e) {
-    event = e;
-    got.Notify();
-  });
-  if (!started.ok()) return 4;
-  const std::string report = Flag(flags, "report", "none");
-  if (report == "done") {
-    absl::Status s = (*client)->ReportDone(joined->attempt);
-    if (!s.ok()) Print(absl::StrCat("REPORT_ERROR ", s.ToString()));
-  } else if (report == "failure") {
-    accel::rendezvous::RootCause cause;
-    cause.machine_rank = request.machine_rank;
-    cause.hostname = request.hostname;
-    cause.rank = joined->base_rank;
-    cause.exit_code = 7;
-    cause.message = absl::StrCat("rank ", joined->base_rank, " exited with 7");
-    absl::Status s = (*client)->ReportFailure(joined->attempt, cause);
-    if (!s.ok()) Print(absl::StrCat("REPORT_ERROR ", s.ToString()));
-  }
-  if (!got.WaitForNotificationWithTimeout(absl::Milliseconds(watch_ms))) {
-    Print("NO_EVENT");
-    (*client)->StopWatch();
-    return 4;
-  }
-  Print(absl::StrCat("EVENT kind=", KindName(event.kind), " machine=",
-                     event.root_cause.machine_rank, " msg=", event.root_cause.message));
-  (*client)->StopWatch();
-  return event.kind == Event::Kind::kAbort || event.kind == Event::Kind::kServerLost ? 5 : 0;
+  return WatchAndReport(flags, watch_ms, **client, request, *joined);
 }

@@ -1,5 +1,5 @@
-// One rank of the libaccel multi-process tests (tests/mp/worker_mp_test.cc spawns it with the
-// env contract: RANK, WORLD_SIZE, ACCEL_STORE_ENDPOINT=file://..., or under mpirun).
+// One rank of the libaccel multi-process tests (tests/mp/worker/accelerator_test.cc spawns it
+// with the env contract: RANK, WORLD_SIZE, ACCEL_STORE_ENDPOINT=file://..., or under mpirun).
 //
 //   worker_mp_rank collectives OUT_DIR
 //   worker_mp_rank train OUT_DIR TAG MICRO_BATCH        (accumulation from the env)

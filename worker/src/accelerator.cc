@@ -93,13 +93,6 @@ std::vector<at::Tensor> GradsOf(const std::vector<at::Tensor>& params) {
 
 }  // namespace
 
-AccumulateGuard::AccumulateGuard(AccumulateGuard&& other) noexcept
-    : acc_(std::exchange(other.acc_, nullptr)), sync_(other.sync_) {}
-
-AccumulateGuard::~AccumulateGuard() {
-  if (acc_ != nullptr) acc_->EndAccumulate();
-}
-
 Accelerator::Accelerator() : Accelerator(Options::FromEnv()) {}
 
 Accelerator::Accelerator(Options options) : state_(std::make_unique<internal::AcceleratorState>()) {
@@ -233,11 +226,8 @@ AccumulateGuard Accelerator::accumulate() {
     ++s.micro_step;
     s.sync = s.micro_step % s.options.gradient_accumulation_steps == 0;
   }
-  s.in_accumulate = true;
-  return AccumulateGuard(this, s.sync);
+  return AccumulateGuard(s.sync);
 }
-
-void Accelerator::EndAccumulate() { state_->in_accumulate = false; }
 
 bool Accelerator::sync_gradients() const { return state_->sync; }
 

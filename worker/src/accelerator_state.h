@@ -46,7 +46,6 @@ struct AcceleratorState {
   std::int64_t micro_step = 0;
   bool sync = true;
   bool end_of_data = false;
-  bool in_accumulate = false;
 
   // This sync step's unscale result (set by clip_grad_norm or step).
   bool unscaled = false;

@@ -3,7 +3,7 @@
 # accel-launch per namespace: train.bin's DDP (real Gloo over 10.x addresses that exist only
 # inside the namespaces) must give the same parameters as one process with twice the batch.
 # Needs root (exit 77 = skipped, with the reason). Creates and removes its namespaces.
-# Usage: train_two_machines.sh <accel-launch> <train.bin>
+# Usage: train_test.sh <accel-launch> <train.bin>
 set -euo pipefail
 launcher=$1
 train=$2

@@ -1,21 +1,27 @@
 // accel::Accelerator: accelerate's training model for LibTorch C++ (DESIGN.md §7).
 //
-//   accel::Accelerator acc;                    // reads the env contract; bare = world of 1
-//   auto model = acc.prepare(Net{});           // to device, broadcast from rank 0, DDP hooks
+// clang-format off
+//   accel::Accelerator acc;                   // reads the env contract; bare = world of 1
+//   auto model = acc.prepare(Net{});          // to device, broadcast from rank 0, DDP hooks
 //   torch::optim::AdamW opt(model->parameters());
+//   acc.prepare(opt);                         // registered for save_state / load_state
 //   auto loader = acc.prepare_loader(data, targets, /*batch_size=*/64);
 //   for (int epoch = 0; epoch < epochs; ++epoch) {
 //     loader.set_epoch(epoch);
 //     for (const auto& batch : loader) {
-//       auto sync = acc.accumulate(model);     // all-reduce only on every N-th micro-step
-//       auto loss = acc.autocast([&] { return loss_fn(model->forward(batch.data), batch.target);
-//       }); acc.backward(loss);                    // / N, x loss scale; buckets all-reduce during
-//       it acc.clip_grad_norm(1.0);               // optional; sync steps only acc.step(opt); //
-//       sync steps: unscale, inf check, step/skip, zero
+//       auto sync = acc.accumulate(model);    // all-reduce only on every N-th micro-step
+//       auto loss = acc.autocast([&] {
+//         return loss_fn(model->forward(batch.data), batch.target);
+//       });
+//       acc.backward(loss);                   // / N, x loss scale; buckets all-reduce during it
+//       acc.clip_grad_norm(1.0);              // optional; sync steps only
+//       acc.step(opt);                        // sync steps: unscale, inf check, step or skip,
+//                                             // opt.zero_grad()
 //     }
 //   }
 //   acc.save_state("ckpt");                   // collective
-//   acc.print("done, loss ", loss.item<float>());
+//   acc.print("done after ", acc.step_count(), " steps");
+// clang-format on
 //
 // Ownership: the Accelerator owns its communicator and the DDP state of every prepared module;
 // it keeps shared ownership of prepared modules and a non-owning pointer to each optimizer given
@@ -70,22 +76,22 @@ struct IsModule<std::shared_ptr<T>, void> : std::is_base_of<torch::nn::Module, T
 
 class Accelerator;
 
-// RAII guard returned by Accelerator::accumulate. While it lives, the current micro-step is a
-// sync step (gradients all-reduced during backward, optimizer stepped by step()) iff it is the
-// N-th micro-step since the last sync, or the last batch of the loader's epoch.
+// Returned by Accelerator::accumulate, which starts a micro-step. The micro-step is a sync step
+// (gradients all-reduced during backward, optimizer stepped by step()) iff it is the N-th
+// micro-step since the last sync, or the last batch of the loader's epoch. It stays the current
+// micro-step until the next accumulate(), whether or not the guard still lives.
 class [[nodiscard]] AccumulateGuard {
  public:
-  AccumulateGuard(AccumulateGuard&& other) noexcept;
+  AccumulateGuard(AccumulateGuard&& other) noexcept = default;
   AccumulateGuard& operator=(AccumulateGuard&&) = delete;
   AccumulateGuard(const AccumulateGuard&) = delete;
-  ~AccumulateGuard();
+  ~AccumulateGuard() = default;
   // True when this micro-step communicates and steps.
   bool sync_gradients() const { return sync_; }
 
  private:
   friend class Accelerator;
-  AccumulateGuard(Accelerator* acc, bool sync) : acc_(acc), sync_(sync) {}
-  Accelerator* acc_;
+  explicit AccumulateGuard(bool sync) : sync_(sync) {}
   bool sync_;
 };
 
@@ -121,7 +127,8 @@ class Accelerator {
   // installs DDP gradient hooks. Takes a module holder (TORCH_MODULE(Net) → Net) or a
   // shared_ptr to a module; returns the same module. Collective. Throws when the module was
   // already prepared. A parameter that gets no gradient on a sync step (unused by this rank's
-  // forward) contributes zeros to the average and ends the step with a zero (not undefined) grad.
+  // forward) contributes zeros to the average, and backward() still leaves it the averaged
+  // (defined) gradient.
   template <typename M, typename = std::enable_if_t<internal::IsModule<M>::value>>
   M prepare(M module) {
     PrepareModule(internal::IsModule<M>::Ptr(module));
@@ -150,7 +157,8 @@ class Accelerator {
     return accumulate();
   }
   AccumulateGuard accumulate();
-  // True when the current micro-step is a sync step (always true outside accumulate()).
+  // True when the current micro-step (the last accumulate()'s) is a sync step; true before the
+  // first accumulate().
   bool sync_gradients() const;
 
   // Runs fn() under autocast for mixed_precision() on device() (fp16 on CUDA, bf16 on CUDA or
@@ -170,10 +178,12 @@ class Accelerator {
   // On other micro-steps does nothing and returns 0.
   double clip_grad_norm(double max_norm);
 
-  // On sync steps: waits for all buckets, unscales, agrees with every rank whether any gradient
-  // is inf/NaN (all-reduce MAX), steps `optimizer` or skips, updates the loss scale, zeroes the
-  // gradients of prepared modules, bumps the step counter (progress file). Returns whether the
-  // optimizer stepped. Other micro-steps: returns false and does nothing.
+  // On sync steps: with loss scaling, unscales (unless clip_grad_norm did), agrees with every
+  // rank whether any gradient is inf/NaN (all-reduce MAX), steps `optimizer` or skips, updates
+  // the loss scale; without, steps `optimizer`. Then calls optimizer.zero_grad() (the gradients
+  // of `optimizer`'s parameters: LibTorch 2.x makes them undefined, 1.13 fills them with zeros)
+  // and bumps the step counter (progress file). Returns whether the optimizer stepped. Other
+  // micro-steps: returns false and does nothing.
   bool step(torch::optim::Optimizer& optimizer);
 
   // --- collectives and output ---------------------------------------------------------------
@@ -208,7 +218,6 @@ class Accelerator {
   std::int64_t skipped_steps() const;
 
  private:
-  friend class AccumulateGuard;
   class AutocastScope {
    public:
     explicit AutocastScope(const Accelerator& acc);
@@ -224,7 +233,6 @@ class Accelerator {
 
   void PrepareModule(std::shared_ptr<torch::nn::Module> module);
   void PrintLine(const std::string& line);
-  void EndAccumulate();
   void OnBatch(bool last);
 
   std::unique_ptr<internal::AcceleratorState> state_;

@@ -99,7 +99,6 @@ void GradSync::BeginBackward(bool sync) {
   ready_.assign(params_.size(), false);
   for (Bucket& bucket : buckets_) {
     bucket.pending = static_cast<int>(bucket.params.size());
-    bucket.launched = false;
     bucket.done = false;
   }
 }
@@ -130,7 +129,6 @@ void GradSync::LaunchReadyLocked(bool wake_comm_thread) {
   while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
     Bucket& bucket = buckets_[next_launch_];
     FillBucketLocked(bucket);
-    bucket.launched = true;
     queue_.push_back(next_launch_);
     ++next_launch_;
     // The final bucket is ready only when backward is (nearly) over: nothing is left to overlap

@@ -68,7 +68,6 @@ class GradSync {
     std::vector<std::int64_t> offsets;  // element offset of each param in flat
     at::Tensor flat;
     int pending = 0;
-    bool launched = false;
     bool done = false;
   };
 

@@ -1,7 +1,7 @@
 // Kv: the small key-value view of the rendezvous store that libaccel's core needs (Gloo
 // connection, NCCL unique id). It has no abseil in its interface so the worker-only build (no
-// gRPC, no Debian abseil) can compile the core; the gRPC Store bridge lives in grpc_kv.cc and is
-// linked only into full builds.
+// gRPC, no Debian abseil) can compile the core; the gRPC Store bridge lives in open_kv_grpc.cc
+// and is linked only into full builds.
 //
 // All methods are thread-safe and throw accel::Error ("<op> <key>: <cause>").
 #ifndef ACCEL_WORKER_STORE_KV_H_
