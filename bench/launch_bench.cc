@@ -1,4 +1,4 @@
-// launch_bench: launch overhead of accel-launch vs torchrun (DESIGN.md §10).
+// launch_bench: launch overhead of accel-launch vs torchrun.
 //
 // Starts and reaps 2 no-op workers (/bin/true) on one machine, many times, with each launcher:
 //   accel-launch --use_cpu --num_processes 2 /bin/true

@@ -1,4 +1,4 @@
-# accel_warnings(target): the warning set of STYLE.md rule 14, errors under ACCEL_WERROR.
+# accel_warnings(target): the project's warning set, errors under ACCEL_WERROR.
 function(accel_warnings target)
   target_compile_options(${target} PRIVATE
     -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast

@@ -1,4 +1,4 @@
-// Every default deadline, interval and size limit in one place (STYLE.md rule 3).
+// Every default deadline, interval and size limit in one place.
 #ifndef ACCEL_COMMON_DEFAULTS_H_
 #define ACCEL_COMMON_DEFAULTS_H_
 

@@ -1,4 +1,4 @@
-// The environment contract between the launcher and its workers (DESIGN.md §6).
+// The environment contract between the launcher and its workers.
 //
 // The launcher sets these variables in every worker; libaccel and unmodified torchrun-style
 // scripts read them. This header is the only thing launcher/ and worker/ share, so it depends

@@ -27,7 +27,7 @@
 
 namespace accel {
 
-// Returns `status` with "<context>: " prefixed to its message (STYLE.md rule 2).
+// Returns `status` with "<context>: " prefixed to its message.
 inline absl::Status Annotate(const absl::Status& status, std::string_view context) {
   if (status.ok()) return status;
   return absl::Status(status.code(), std::string(context) + ": " + std::string(status.message()));

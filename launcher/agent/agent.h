@@ -1,4 +1,4 @@
-// The per-machine agent: plan → rendezvous → spawn → supervise → report (DESIGN.md §4).
+// The per-machine agent: plan → rendezvous → spawn → supervise → report.
 #ifndef ACCEL_LAUNCHER_AGENT_AGENT_H_
 #define ACCEL_LAUNCHER_AGENT_AGENT_H_
 
@@ -16,7 +16,7 @@ struct LaunchRequest {
   bool dry_run = false;           // print the plan and exit 0 without starting anything
 };
 
-// Runs one launch on this machine. Returns the process exit code of DESIGN.md §8:
+// Runs one launch on this machine. Returns the process exit code (README "Exit codes"):
 // 0 ok · 1 a worker failed (or the root cause's code) · 2 usage/config · 3 rendezvous ·
 // 128+N interrupted by signal N.
 int RunAgent(const LaunchRequest& request);

@@ -1,5 +1,5 @@
 // Plan: what this machine runs — ranks, devices, precision and the environment of every worker
-// (DESIGN.md §4.2 device fallback, §6 worker environment contract).
+// (the device fallback rules and the worker environment contract of common/env_contract.h).
 //
 // MakePlan applies the device fallback rules once and records a one-line notice for each rule
 // that changed what the config asked for. WorkerEnv is pure: it builds one worker's envp from the
@@ -55,7 +55,7 @@ absl::StatusOr<LaunchPlan> MakePlan(const Config& config, int gpu_count,
                                     const std::string& why_no_gpu);
 
 // Returns the envp ("NAME=value") of local rank `local_rank`: `base_env` (the launcher's environ)
-// without any stale contract variable, plus the full contract of DESIGN.md §6.
+// without any stale contract variable, plus the full contract of common/env_contract.h.
 std::vector<std::string> WorkerEnv(const LaunchPlan& plan, const RendezvousResult& rdzv,
                                    int local_rank, const WorkerFiles& files,
                                    const std::vector<std::string>& base_env);

@@ -1,4 +1,4 @@
-// AgentRendezvous: the agent's side of the rendezvous (DESIGN.md §4.3, §5).
+// AgentRendezvous: the agent's side of the rendezvous.
 //
 // Owns the server when this machine hosts it (machine 0 of a multi-machine job binds
 // 0.0.0.0:main_process_port and advertises main_process_ip; a single machine with more than one

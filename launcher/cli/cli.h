@@ -2,13 +2,13 @@
 // env. Main() wires the real process (stdin/stdout/stderr, environment, devices, the agent);
 // RunCli() takes them injected so that every command is unit-testable.
 //
-//   accel-launch [launch] [options] PROGRAM [ARGS...]   launch (DESIGN.md §4)
+//   accel-launch [launch] [options] PROGRAM [ARGS...]   launch
 //   accel-launch config [--config_file F]               questionnaire, writes a config file
 //   accel-launch config default [--config_file F]       the same without questions
 //   accel-launch config validate [options]              problems, or "ok" + resolved config
 //   accel-launch env [--json] [--config_file F]         versions, devices, config in effect
 //
-// Exit codes (DESIGN.md §8): 0 ok, 2 usage or config error (nothing launched), otherwise the
+// Exit codes: 0 ok, 2 usage or config error (nothing launched), otherwise the
 // agent's code.
 #ifndef ACCEL_LAUNCHER_CLI_CLI_H_
 #define ACCEL_LAUNCHER_CLI_CLI_H_

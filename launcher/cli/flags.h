@@ -1,4 +1,4 @@
-// The CLI11 adapter for launch options (STYLE.md rule 1: CLI11's exceptions stop here).
+// The CLI11 adapter for launch options (CLI11's exceptions stop here).
 // Every config key is a flag: --num_processes 2, --num-processes=2; booleans as --flag,
 // --flag=false, --no-flag; accelerate's --cpu (= --use_cpu) and --multi_gpu
 // (= --distributed_type MULTI_GPU); plus --config_file, --dry_run, -v/--verbose. The first

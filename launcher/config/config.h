@@ -1,5 +1,5 @@
 // Config: one launch's settings, accelerate's default_config.yaml schema plus our additions
-// (DESIGN.md §3). A plain struct: every default is written here. Loading, precedence and
+//. A plain struct: every default is written here. Loading, precedence and
 // validation live in loader.h, resolve.h and validate.h; this header has no dependencies beyond
 // the standard library.
 #ifndef ACCEL_LAUNCHER_CONFIG_CONFIG_H_

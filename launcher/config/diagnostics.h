@@ -1,4 +1,4 @@
-// Compiler-style config diagnostics (DESIGN.md §3): `file:line:col: message`, then the offending
+// Compiler-style config diagnostics: `file:line:col: message`, then the offending
 // line, then a caret under the column; "did you mean" suggestions by edit distance.
 #ifndef ACCEL_LAUNCHER_CONFIG_DIAGNOSTICS_H_
 #define ACCEL_LAUNCHER_CONFIG_DIAGNOSTICS_H_

@@ -1,4 +1,4 @@
-// Slurm and Open MPI detection (DESIGN.md §4 step 1): when the launcher runs inside a Slurm job
+// Slurm and Open MPI detection: when the launcher runs inside a Slurm job
 // step (SLURM_JOB_ID with SLURM_NODEID/SLURM_NNODES/SLURM_JOB_NODELIST) or under mpirun
 // (OMPI_COMM_WORLD_RANK/_SIZE, one launcher per machine), the scheduler supplies machine_rank,
 // num_machines and, for Slurm, main_process_ip (the first host of the node list).

@@ -1,4 +1,4 @@
-// Cross-field validation of a resolved Config (STYLE.md rule 7: one function returns all
+// Cross-field validation of a resolved Config (one function returns all
 // problems). Each diagnostic points at the origin of the offending value (source.h).
 #ifndef ACCEL_LAUNCHER_CONFIG_VALIDATE_H_
 #define ACCEL_LAUNCHER_CONFIG_VALIDATE_H_

@@ -1,4 +1,4 @@
-// The yaml-cpp adapter (STYLE.md rule 1): parses YAML text into a small tree with 1-based
+// The yaml-cpp adapter: parses YAML text into a small tree with 1-based
 // positions, so that no other file sees yaml-cpp or its exceptions.
 #ifndef ACCEL_LAUNCHER_CONFIG_YAML_H_
 #define ACCEL_LAUNCHER_CONFIG_YAML_H_

@@ -40,7 +40,7 @@ void SortRootCauseFirst(std::vector<WorkerFailure>* failures);
 std::string FormatFailureReport(const std::vector<WorkerFailure>& failures,
                                 absl::string_view title);
 
-// Returns the launcher's exit code for a job whose root cause is `root` (DESIGN.md §8): the
+// Returns the launcher's exit code for a job whose root cause is `root`: the
 // worker's own non-zero exit code, or 1 when it was killed by a signal (128+N stays reserved for
 // the launcher itself being interrupted).
 int ExitCodeFor(const WorkerFailure& root);

@@ -1,4 +1,4 @@
-// RendezvousClient: what a machine's agent uses to talk to the rendezvous server (DESIGN.md §5).
+// RendezvousClient: what a machine's agent uses to talk to the rendezvous server.
 //
 // One agent per machine: Join an attempt (blocks until every machine of the attempt has joined),
 // then Watch it (a background stream delivering abort / restart / done, plus heartbeats that keep

@@ -1,4 +1,4 @@
-// RendezvousServer: the gRPC rendezvous + KV store that machine 0's agent runs (DESIGN.md §5).
+// RendezvousServer: the gRPC rendezvous + KV store that machine 0's agent runs.
 //
 // Serves accel.rendezvous.v1.Rendezvous (Join, Watch, Heartbeat, reports) and
 // accel.rendezvous.v1.Store (the workers' KV store) on one port, with gRPC's callback API: no

@@ -1,4 +1,4 @@
-// ConnectStore: the worker side of the KV store served by RendezvousServer (DESIGN.md §5).
+// ConnectStore: the worker side of the KV store served by RendezvousServer.
 //
 // Workers read ACCEL_STORE_ENDPOINT and ACCEL_RDZV_TOKEN from their environment and use the
 // namespace of their attempt (StoreNamespace(TORCHELASTIC_RUN_ID, TORCHELASTIC_RESTART_COUNT)),

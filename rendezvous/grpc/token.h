@@ -1,4 +1,4 @@
-// The rendezvous token: a shared secret every call carries (DESIGN.md §5).
+// The rendezvous token: a shared secret every call carries.
 //
 // A multi-machine job reads it from rdzv_token_file or $ACCEL_RDZV_TOKEN (LoadToken); a
 // single-machine job makes a fresh one (GenerateToken) and passes it to its workers in

@@ -1,4 +1,4 @@
-// The rendezvous protocol's plain types (DESIGN.md §5): what a machine sends when it joins, what
+// The rendezvous protocol's plain types: what a machine sends when it joins, what
 // it is told back, and the events of an attempt. No gRPC: the coordinator, the agent and the gRPC
 // conversions all speak these.
 #ifndef ACCEL_RENDEZVOUS_JOIN_TYPES_H_

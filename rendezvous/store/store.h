@@ -1,4 +1,4 @@
-// Store: the key-value store that workers use to find each other (DESIGN.md §5, Gloo-style).
+// Store: the key-value store that workers use to find each other (Gloo-style).
 //
 // Implementations: InMemoryStore (tests, and the server's backing store), PrefixStore (namespaces
 // another store), and the gRPC client that workers use (ConnectStore in store_client.h).

@@ -1,4 +1,4 @@
-// accel::Accelerator: accelerate's training model for LibTorch C++ (DESIGN.md §7).
+// accel::Accelerator: accelerate's training model for LibTorch C++.
 //
 // clang-format off
 //   accel::Accelerator acc;                   // reads the env contract; bare = world of 1

@@ -1,6 +1,6 @@
 // accel::Communicator: collectives over one process group, every call with a deadline.
 //
-// Implementations (chosen by the Accelerator from device and environment, DESIGN.md §7):
+// Implementations (chosen by the Accelerator from device and environment):
 // GlooCommunicator (CPU tensors, TCP, connects through the rendezvous store), NcclCommunicator
 // (CUDA tensors, own stream ordered after the caller's current stream), MpiCommunicator (started
 // by mpirun/srun), and a local one for a world of 1.

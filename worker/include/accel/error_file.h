@@ -1,4 +1,4 @@
-// The worker's error report for the launcher (DESIGN.md §7): when a worker dies, the launcher's
+// The worker's error report for the launcher: when a worker dies, the launcher's
 // failure table shows the message that $ACCEL_ERROR_FILE holds, as JSON
 // {"message": "...", "time": <unix seconds>, "rank": N}.
 //

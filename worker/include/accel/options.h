@@ -1,6 +1,6 @@
 // accel::Options: everything an Accelerator needs, as a plain struct with its defaults written
-// here (STYLE.md rule 7). Options::FromEnv() fills it from the launcher's environment contract
-// (common/env_contract.h, DESIGN.md §6); a bare process (no env) is a world of 1.
+// here. Options::FromEnv() fills it from the launcher's environment contract
+// (common/env_contract.h); a bare process (no env) is a world of 1.
 #ifndef ACCEL_OPTIONS_H_
 #define ACCEL_OPTIONS_H_
 

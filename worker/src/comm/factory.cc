@@ -1,4 +1,4 @@
-// Backend choice (DESIGN.md §7). Which backends exist is decided at build time:
+// Backend choice. Which backends exist is decided at build time:
 // ACCEL_HAVE_GLOO / ACCEL_HAVE_NCCL / ACCEL_HAVE_MPI are set by worker/CMakeLists.txt.
 #include "worker/src/comm/factory.h"
 

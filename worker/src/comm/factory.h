@@ -1,5 +1,5 @@
 // Communicator construction. Each Make* function is defined in its backend's file; the factory
-// picks one from the options, the device and the environment (DESIGN.md §7).
+// picks one from the options, the device and the environment.
 #ifndef ACCEL_WORKER_COMM_FACTORY_H_
 #define ACCEL_WORKER_COMM_FACTORY_H_
 

@@ -1,4 +1,4 @@
-// GradSync: DDP gradient averaging for one module's parameters (DESIGN.md §7).
+// GradSync: DDP gradient averaging for one module's parameters.
 //
 // At construction the parameters are split into buckets (bucket_plan.h) and a post hook is added
 // to each parameter's gradient accumulator (the AccumulateGrad node, as torch's C++ Reducer does):

@@ -1,5 +1,5 @@
-// Unit tests of the plan: device fallback rules (DESIGN.md §4.2) and the exact worker
-// environment contract (DESIGN.md §6).
+// Unit tests of the plan: device fallback rules and the exact worker
+// environment contract.
 #include "launcher/agent/plan.h"
 
 #include <map>
