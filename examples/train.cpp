@@ -17,6 +17,7 @@
 
 #include "accel/accelerator.h"
 #include "accel/error_file.h"
+#include "common/exit_codes.h"
 #include "examples/idx_reader.h"
 #include "examples/progress_view.h"
 #include "examples/train_flags.h"
@@ -101,7 +102,7 @@ int Train(const TrainFlags& flags) {
     set = std::move(*read);
   } else {
     std::cerr << "train.bin: " << error << "\n";
-    return 2;
+    return accel::kExitUsage;
   }
   const auto input_dim = static_cast<int>(set.data.size(1));
   const int side = static_cast<int>(std::lround(std::sqrt(input_dim)));
@@ -109,7 +110,7 @@ int Train(const TrainFlags& flags) {
     if (side * side != input_dim || side % 4 != 0) {
       std::cerr << "train.bin: --model cnn needs square inputs with a side divisible by 4, got "
                 << input_dim << " features\n";
-      return 2;
+      return accel::kExitUsage;
     }
     set.data = set.data.view({-1, 1, side, side});
   }
@@ -197,7 +198,7 @@ int Train(const TrainFlags& flags) {
                 acc.num_processes(), accumulation, static_cast<long long>(acc.step_count()),
                 final_sample.samples_per_sec, mean_loss.item<double>(), first_loss, checksum);
   acc.print(json);
-  return 0;
+  return accel::kExitOk;
 }
 
 }  // namespace
@@ -209,12 +210,13 @@ int main(int argc, char** argv) {
   auto flags = ParseTrainFlags(std::vector<std::string>(argv + 1, argv + argc), &error);
   if (!flags) {
     std::cerr << error;
-    return 2;
+    return accel::kExitUsage;
   }
   if (flags->help) {
     std::cout << TrainUsage();
-    return 0;
+    return accel::kExitOk;
   }
-  // A failure is printed, written to $ACCEL_ERROR_FILE for the launcher's report, and exits 1.
+  // A failure is printed, written to $ACCEL_ERROR_FILE for the launcher's report, and exits
+  // kExitWorkerFailed.
   return accel::RunWorker([&] { return Train(*flags); });
 }

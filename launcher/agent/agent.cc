@@ -8,8 +8,13 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "common/defaults.h"
 #include "common/device_info.h"
+#include "common/exit_codes.h"
 #include "common/logging.h"
+#include "common/net.h"
+#include "common/random.h"
+#include "common/seconds.h"
 #include "launcher/agent/plan.h"
 #include "launcher/agent/rendezvous.h"
 #include "launcher/process/failure_report.h"
@@ -22,13 +27,7 @@
 namespace accel::launcher {
 namespace {
 
-constexpr int kExitWorkerFailed = 1;
-constexpr int kExitUsage = 2;
-constexpr int kExitRendezvous = 3;
-
 void Say(const std::string& line) { std::fprintf(stderr, "[accel-launch] %s\n", line.c_str()); }
-
-absl::Duration Seconds(double s) { return absl::Milliseconds(static_cast<int64_t>(s * 1000)); }
 
 class Agent {
  public:
@@ -75,7 +74,7 @@ int Agent::Run() {
     plan_.run_id = plan_.num_machines > 1
                        ? absl::StrCat("job-", config_.main_process_ip, "-",
                                       config_.main_process_port, "-", config_.num_processes)
-                       : RandomHex(6);
+                       : RandomHex(6).value_or(std::string(12, '0'));
   }
   for (const std::string& notice : plan_.notices) {
     Say(notice);
@@ -91,7 +90,7 @@ int Agent::Run() {
   }
   if (request_.dry_run) {
     std::fputs(FormatPlan(plan_, request_.argv).c_str(), stdout);
-    return 0;
+    return kExitOk;
   }
 
   const char* path_env = std::getenv("PATH");
@@ -116,9 +115,9 @@ int Agent::Run() {
   SupervisorOptions options;
   options.machine_rank = plan_.machine_rank;
   options.host = host_;
-  options.shutdown_grace = Seconds(config_.shutdown_grace_s);
-  options.monitor_interval = Seconds(config_.monitor_interval_s);
-  options.hang_timeout = Seconds(config_.hang_timeout_s);
+  options.shutdown_grace = absl::FromChrono(FromSeconds(config_.shutdown_grace_s));
+  options.monitor_interval = absl::FromChrono(FromSeconds(config_.monitor_interval_s));
+  options.hang_timeout = absl::FromChrono(FromSeconds(config_.hang_timeout_s));
   Supervisor supervisor(options, signals_, abort_);
   AgentRendezvous* rendezvous = rdzv->get();
 
@@ -135,7 +134,7 @@ int Agent::Run() {
       abort_.Reset();
       result.attempt = restarts;
       auto port = PickFreePort("127.0.0.1");
-      result.master_port = port.ok() ? *port : 29500;
+      result.master_port = port.ok() ? *port : defaults::kMainProcessPort;
     }
     auto workers = MakeWorkers(result);
     if (!workers.ok()) {
@@ -168,10 +167,10 @@ int Agent::Run() {
           const int code = rendezvous->FinishDone(result.attempt, signals_, abort_);
           return Finish(code);
         }
-        return Finish(0);
+        return Finish(kExitOk);
       case AttemptEnd::kInterrupted:
         Say(absl::StrCat("launch: interrupted by signal ", attempt.signal, "; workers stopped"));
-        return Finish(128 + attempt.signal);
+        return Finish(ExitCodeForSignal(attempt.signal));
       case AttemptEnd::kSpawnFailed:
         Say(std::string(attempt.spawn_error.message()));
         if (rendezvous != nullptr) {
@@ -252,7 +251,7 @@ absl::StatusOr<std::vector<WorkerLaunch>> Agent::MakeWorkers(const RendezvousRes
 int Agent::ExecSingleWorker() {
   RendezvousResult rdzv;
   auto port = PickFreePort("127.0.0.1");
-  rdzv.master_port = port.ok() ? *port : 29500;
+  rdzv.master_port = port.ok() ? *port : defaults::kMainProcessPort;
   WorkerFiles files;  // the worker's error file goes next to nothing: the launcher is gone
   const char* tmp = std::getenv("TMPDIR");
   files.error_file =

@@ -28,6 +28,9 @@
 #include <string>
 #include <vector>
 
+#include "common/env_contract.h"
+#include "common/env_reader.h"
+
 namespace {
 
 const char* const kContract[] = {"RANK",
@@ -74,11 +77,6 @@ void SleepSeconds(double s) {
   }
 }
 
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::atoi(v) : fallback;
-}
-
 void WriteProgress(const char* path, std::uint64_t step) {
   const std::string tmp = std::string(path) + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -97,7 +95,7 @@ void WriteProgress(const char* path, std::uint64_t step) {
 extern "C" const char* __asan_default_options() { return "detect_leaks=0"; }
 
 int main(int argc, char** argv) {
-  const int rank = EnvInt("RANK", -1);
+  const int rank = accel::env::GetInt(accel::env::kRank, -1).value_or(-1);
   double sleep_s = 0, fail_sleep_s = -1;
   int fail_rank = -1, exit_code = 0, signal_number = 0, fail_until = -1;
   std::string error_message;
@@ -153,7 +151,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       std::fprintf(stderr, "%s\n", v.c_str());
     } else if (Flag(argv[i], "--progress", &v)) {
-      const char* path = std::getenv("ACCEL_PROGRESS_FILE");
+      const char* path = accel::env::Get(accel::env::kProgressFile);
       const int steps = std::atoi(v.c_str());
       for (int s = 1; path != nullptr && s <= steps; ++s) {
         WriteProgress(path, static_cast<std::uint64_t>(s));
@@ -184,10 +182,12 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   const bool failing = fail_rank < 0 || fail_rank == rank;
   SleepSeconds(failing && fail_sleep_s >= 0 ? fail_sleep_s : sleep_s);
-  if (fail_until >= 0) return EnvInt("TORCHELASTIC_RESTART_COUNT", 0) < fail_until ? 1 : 0;
+  if (fail_until >= 0) {
+    return accel::env::GetInt(accel::env::kRestartCount, 0).value_or(0) < fail_until ? 1 : 0;
+  }
   if (!failing) return 0;
   if (write_error) {
-    if (const char* path = std::getenv("ACCEL_ERROR_FILE"); path != nullptr) {
+    if (const char* path = accel::env::Get(accel::env::kErrorFile); path != nullptr) {
       std::ofstream(path) << "{\"message\": \"" << error_message
                           << "\", \"time\": " << ::time(nullptr) << ", \"rank\": " << rank << "}\n";
     }

@@ -10,7 +10,8 @@
 // timeout_ms (join deadline), watch_ms (0 = no watch), report (none|done|failure), kv (0|1),
 // serve (host:port: also run the server there, as machine 0's launcher does, print
 // "SERVING port=P" and join through 127.0.0.1:P), rdzv_timeout_ms (the server's).
-// Exit: 0 ok, 3 join failed, 4 no event before watch_ms, 5 an abort/lost event, 6 store error.
+// Exit: kExitOk, kExitRendezvous (join failed; common/exit_codes.h), or one of its own codes
+// below.
 #include <unistd.h>
 
 #include <cstdio>
@@ -21,13 +22,20 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/exit_codes.h"
 #include "rendezvous/grpc/rendezvous_client.h"
 #include "rendezvous/grpc/server.h"
 #include "rendezvous/grpc/store_client.h"
 
 namespace {
 
+using accel::kExitOk;
+using accel::kExitRendezvous;
 using accel::rendezvous::Event;
+
+constexpr int kExitNoEvent = 4;     // no event before watch_ms
+constexpr int kExitAborted = 5;     // an abort or server-lost event
+constexpr int kExitStoreError = 6;  // the KV exchange failed
 
 std::map<std::string, std::string> ParseFlags(int argc, char** argv) {
   std::map<std::string, std::string> flags;
@@ -83,7 +91,7 @@ int ExchangeThroughStore(const accel::rendezvous::JoinResult& joined, const std:
       accel::rendezvous::ConnectStore(joined.store_endpoint, token, joined.store_namespace);
   if (!store.ok()) {
     Print(absl::StrCat("KV_ERROR ", store.status().ToString()));
-    return 6;
+    return kExitStoreError;
   }
   absl::Status status = (*store)->Set(absl::StrCat("machine", machine_rank), "up");
   std::vector<std::string> keys;
@@ -92,10 +100,10 @@ int ExchangeThroughStore(const accel::rendezvous::JoinResult& joined, const std:
   absl::StatusOr<std::int64_t> count = (*store)->Add("arrived", 1);
   if (!status.ok() || !count.ok()) {
     Print(absl::StrCat("KV_ERROR ", status.ok() ? count.status().ToString() : status.ToString()));
-    return 6;
+    return kExitStoreError;
   }
   Print(absl::StrCat("KV_OK peers=", keys.size()));
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace
@@ -134,7 +142,7 @@ int main(int argc, char** argv) {
     auto started = accel::rendezvous::RendezvousServer::Start(server_options);
     if (!started.ok()) {
       Print(absl::StrCat("SERVE_ERROR ", started.status().ToString()));
-      return 3;
+      return kExitRendezvous;
     }
     server = *std::move(started);
     options.endpoint = absl::StrCat("127.0.0.1:", server->port());
@@ -145,14 +153,14 @@ int main(int argc, char** argv) {
   if (!client.ok()) {
     Print(absl::StrCat("JOIN_ERROR code=", absl::StatusCodeToString(client.status().code()),
                        " msg=", client.status().message()));
-    return 3;
+    return kExitRendezvous;
   }
   auto joined = (*client)->Join(
       request, absl::Now() + absl::Milliseconds(IntFlag(flags, "timeout_ms", 30000)));
   if (!joined.ok()) {
     Print(absl::StrCat("JOIN_ERROR code=", absl::StatusCodeToString(joined.status().code()),
                        " msg=", joined.status().message()));
-    return 3;
+    return kExitRendezvous;
   }
   Print(absl::StrCat("JOINED attempt=", joined->attempt, " base=", joined->base_rank,
                      " world=", joined->world_size, " master=", joined->master_addr, ":",
@@ -161,19 +169,19 @@ int main(int argc, char** argv) {
   if (IntFlag(flags, "kv", 0) != 0) {
     if (int rc = ExchangeThroughStore(*joined, options.token, request.machine_rank,
                                       request.num_machines);
-        rc != 0) {
+        rc != kExitOk) {
       return rc;
     }
   }
   const int watch_ms = IntFlag(flags, "watch_ms", 0);
-  if (watch_ms <= 0) return 0;
+  if (watch_ms <= 0) return kExitOk;
   absl::Notification got;
   Event event;
   absl::Status started = (*client)->Watch(joined->attempt, [&](const Event& e) {
     event = e;
     got.Notify();
   });
-  if (!started.ok()) return 4;
+  if (!started.ok()) return kExitNoEvent;
   const std::string report = Flag(flags, "report", "none");
   if (report == "done") {
     absl::Status s = (*client)->ReportDone(joined->attempt);
@@ -191,10 +199,11 @@ int main(int argc, char** argv) {
   if (!got.WaitForNotificationWithTimeout(absl::Milliseconds(watch_ms))) {
     Print("NO_EVENT");
     (*client)->StopWatch();
-    return 4;
+    return kExitNoEvent;
   }
   Print(absl::StrCat("EVENT kind=", KindName(event.kind), " machine=",
                      event.root_cause.machine_rank, " msg=", event.root_cause.message));
   (*client)->StopWatch();
-  return event.kind == Event::Kind::kAbort || event.kind == Event::Kind::kServerLost ? 5 : 0;
+  return event.kind == Event::Kind::kAbort || event.kind == Event::Kind::kServerLost ? kExitAborted
+                                                                                     : kExitOk;
 }

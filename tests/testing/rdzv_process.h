@@ -16,6 +16,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/exit_codes.h"
 
 extern char** environ;
 
@@ -104,7 +105,7 @@ class ChildProcess {
       int status = 0;
       const pid_t r = ::waitpid(pid_, &status, WNOHANG);
       if (r == pid_) {
-        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        exit_code_ = ExitCodeFromWaitStatus(status);
         break;
       }
       if (absl::Now() >= deadline) {
