@@ -13,7 +13,8 @@
 //   --write_error=MSG     write {"message": MSG, "time": ..., "rank": R} to ACCEL_ERROR_FILE
 //   --signal=N            raise signal N at the end
 //   --exit=N              exit with N at the end
-//   --fail_until_restart=K  exit 1 while TORCHELASTIC_RESTART_COUNT < K, then 0
+//   --fail_until_restart=K  fail (kExitWorkerFailed) while TORCHELASTIC_RESTART_COUNT < K, then
+//                           exit kExitOk
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -30,6 +31,7 @@
 
 #include "common/env_contract.h"
 #include "common/env_reader.h"
+#include "common/exit_codes.h"
 
 namespace {
 
@@ -176,16 +178,18 @@ int main(int argc, char** argv) {
       fail_until = std::atoi(v.c_str());
     } else {
       std::fprintf(stderr, "fake_worker: unknown flag %s\n", argv[i]);
-      return 64;
+      return accel::kExitUsage;
     }
   }
   std::fflush(stdout);
   const bool failing = fail_rank < 0 || fail_rank == rank;
   SleepSeconds(failing && fail_sleep_s >= 0 ? fail_sleep_s : sleep_s);
   if (fail_until >= 0) {
-    return accel::env::GetInt(accel::env::kRestartCount, 0).value_or(0) < fail_until ? 1 : 0;
+    return accel::env::GetInt(accel::env::kRestartCount, 0).value_or(0) < fail_until
+               ? accel::kExitWorkerFailed
+               : accel::kExitOk;
   }
-  if (!failing) return 0;
+  if (!failing) return accel::kExitOk;
   if (write_error) {
     if (const char* path = accel::env::Get(accel::env::kErrorFile); path != nullptr) {
       std::ofstream(path) << "{\"message\": \"" << error_message

@@ -70,7 +70,7 @@ class ChildProcess {
     }
   }
 
-  // Waits for the exit code (128+N for signal N); SIGKILLs the child at the deadline.
+  // Waits for the exit code (ExitCodeFromWaitStatus); SIGKILLs the child at the deadline.
   int Wait(absl::Time deadline) {
     while (ReadSome(deadline)) {
     }

@@ -140,8 +140,8 @@ TEST_F(LaunchTest, WorkerKilledBySignalFailsTheJob) {
 TEST_F(LaunchTest, SigtermIgnoringWorkerIsKilledAfterTheGrace) {
   RunResult r = Launch(
       {"--num_processes", "2", "--shutdown_grace", "1"},
-      {kFake, "--ignore_term", "--fail_rank=0", "--fail_sleep=0.5", "--exit=3", "--sleep=60"});
-  EXPECT_EQ(r.exit_code, 3) << r.err;
+      {kFake, "--ignore_term", "--fail_rank=0", "--fail_sleep=0.5", "--exit=6", "--sleep=60"});
+  EXPECT_EQ(r.exit_code, 6) << r.err;  // the worker's own code
   EXPECT_GE(r.elapsed, absl::Seconds(1.5));
   EXPECT_LT(r.elapsed, absl::Seconds(6));
 }
@@ -211,7 +211,7 @@ TEST_F(LaunchTest, RestartsIncrementTheRestartCount) {
   EXPECT_THAT(ok.out, Not(HasSubstr("TORCHELASTIC_RESTART_COUNT=3")));
   RunResult exhausted =
       Launch({"--num_processes", "2", "--max_restarts", "1"}, {kFake, "--fail_until_restart=5"});
-  EXPECT_EQ(exhausted.exit_code, 1) << exhausted.err;  // fake_worker's own code, passed on
+  EXPECT_EQ(exhausted.exit_code, kExitWorkerFailed) << exhausted.err;
   EXPECT_THAT(exhausted.err, HasSubstr("worker failed (attempt 1)"));
 }
 
