@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "common/exit_codes.h"
+
 extern char** environ;  // NOLINT: POSIX
 
 namespace {
@@ -56,7 +58,7 @@ Sample RunOnce(const std::vector<std::string>& argv) {
   const auto start = std::chrono::steady_clock::now();
   pid_t pid = 0;
   if (posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ) != 0) {
-    s.exit_code = 127;
+    s.exit_code = accel::kExitExecFailed;
     posix_spawn_file_actions_destroy(&actions);
     return s;
   }
@@ -68,7 +70,7 @@ Sample RunOnce(const std::vector<std::string>& argv) {
   s.wall_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   s.rss_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is KiB on Linux
-  s.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  s.exit_code = accel::ExitCodeFromWaitStatus(status);
   return s;
 }
 
@@ -80,7 +82,7 @@ Summary Measure(const std::string& name, const std::vector<std::string>& argv, i
   std::vector<double> walls;
   for (int i = 0; i < runs; ++i) {
     const Sample s = RunOnce(argv);
-    if (s.exit_code != 0) ++out.failures;
+    if (s.exit_code != accel::kExitOk) ++out.failures;
     walls.push_back(s.wall_ms);
     out.peak_rss_mib = std::max(out.peak_rss_mib, s.rss_mib);
   }
@@ -116,7 +118,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: launch_bench [--accel PATH] [--runs N] [--torchrun_runs N] "
                    "[--out DIR]\n");
-      return 2;
+      return accel::kExitUsage;
     }
   }
   const Summary a =
@@ -158,5 +160,5 @@ int main(int argc, char** argv) {
   json << "  ],\n  \"wall_ratio\": " << wall_ratio << ",\n  \"rss_ratio\": " << rss_ratio
        << ",\n  \"goal_wall_ratio\": 0.01,\n  \"goal_rss_mib\": 20\n}\n";
   std::printf("wrote %s/launch_bench.{csv,json}\n", out_dir.c_str());
-  return a.failures == 0 && t.failures == 0 ? 0 : 1;
+  return a.failures == 0 && t.failures == 0 ? accel::kExitOk : accel::kExitWorkerFailed;
 }

@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "accel/rendezvous/v1/rendezvous.grpc.pb.h"
+#include "common/exit_codes.h"
 #include "rendezvous/grpc/auth.h"
 #include "rendezvous/grpc/server.h"
 #include "rendezvous/grpc/store_client.h"
@@ -68,7 +69,7 @@ JoinRow BenchJoin(int agents, int channel_count, bool with_machines, bool precon
   auto server = RendezvousServer::Start(options);
   if (!server.ok()) {
     std::fprintf(stderr, "%s\n", server.status().ToString().c_str());
-    std::exit(1);
+    std::exit(accel::kExitWorkerFailed);
   }
   const int channels = channel_count <= 0 ? agents : std::min(agents, channel_count);
   std::vector<std::unique_ptr<v1::Rendezvous::Stub>> stubs;
@@ -77,7 +78,7 @@ JoinRow BenchJoin(int agents, int channel_count, bool with_machines, bool precon
     if (preconnect &&
         !channel->WaitForConnected(absl::ToChronoTime(absl::Now() + absl::Seconds(30)))) {
       std::fprintf(stderr, "channel %d did not connect\n", c);
-      std::exit(1);
+      std::exit(accel::kExitWorkerFailed);
     }
     stubs.push_back(v1::Rendezvous::NewStub(channel));
   }
@@ -143,7 +144,7 @@ double BenchKv(int ops, int threads, std::size_t value_bytes) {
   options.run_id = "bench";
   options.token = kToken;
   auto server = RendezvousServer::Start(options);
-  if (!server.ok()) std::exit(1);
+  if (!server.ok()) std::exit(accel::kExitWorkerFailed);
   std::vector<std::unique_ptr<Store>> stores;
   for (int t = 0; t < threads; ++t) {
     stores.push_back(*ConnectStore((*server)->endpoint(), kToken, "bench/0"));
@@ -197,7 +198,7 @@ int main(int argc, char** argv) {
   std::FILE* csv = std::fopen(out.c_str(), "w");
   if (csv == nullptr) {
     std::perror(("open " + out).c_str());
-    return 1;
+    return accel::kExitWorkerFailed;
   }
   std::fprintf(csv,
                "kind,agents,channels,with_machines,preconnect,all_joined_ms,p50_ms,p99_ms,failures,"
@@ -222,5 +223,5 @@ int main(int argc, char** argv) {
   std::fclose(csv);
   std::printf("wrote %s (no PNG: neither gnuplot nor python3-matplotlib is installed)\n",
               out.c_str());
-  return 0;
+  return accel::kExitOk;
 }

@@ -1,8 +1,8 @@
 // The environment contract between the launcher and its workers.
 //
 // The launcher sets these variables in every worker; libaccel and unmodified torchrun-style
-// scripts read them. This header is the only thing launcher/ and worker/ share, so it depends
-// on nothing but the standard library.
+// scripts read them (through common/env_reader.h). launcher/ and worker/ both include it, so it
+// depends on nothing but the standard library.
 #ifndef ACCEL_COMMON_ENV_CONTRACT_H_
 #define ACCEL_COMMON_ENV_CONTRACT_H_
 

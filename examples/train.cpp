@@ -20,6 +20,7 @@
 
 #include "accel/accelerator.h"
 #include "accel/error_file.h"
+#include "common/exit_codes.h"
 #include "examples/idx_reader.h"
 #include "examples/progress_view.h"
 #include "examples/train_flags.h"
@@ -260,13 +261,13 @@ void PrintSummary(Accelerator& acc, const RunResult& result, torch::nn::Module& 
 int Train(const TrainFlags& flags) {
   Accelerator acc(TrainOptions(flags));
   std::optional<Dataset> set = LoadData(flags);
-  if (!set) return 2;
+  if (!set) return accel::kExitUsage;
   Job job = PrepareJob(flags, acc, *set);
   const StepRange range = ResumeOrStart(flags, acc, job.loader);
   const RunResult result = RunSteps(flags, range, acc, job);
   if (!flags.checkpoint_dir.empty()) acc.save_state(flags.checkpoint_dir);
   PrintSummary(acc, result, *job.model);
-  return 0;
+  return accel::kExitOk;
 }
 
 }  // namespace
@@ -278,11 +279,11 @@ int main(int argc, char** argv) {
   auto flags = ParseTrainFlags(std::vector<std::string>(argv + 1, argv + argc), &error);
   if (!flags) {
     std::cerr << error;
-    return 2;
+    return accel::kExitUsage;
   }
   if (flags->help) {
     std::cout << TrainUsage();
-    return 0;
+    return accel::kExitOk;
   }
   // A failure is printed, written to $ACCEL_ERROR_FILE for the launcher's report, and exits 1.
   return accel::RunWorker([&] { return Train(*flags); });

@@ -9,8 +9,13 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "common/defaults.h"
 #include "common/device_info.h"
+#include "common/exit_codes.h"
 #include "common/logging.h"
+#include "common/net.h"
+#include "common/random.h"
+#include "common/seconds.h"
 #include "launcher/agent/plan.h"
 #include "launcher/agent/rendezvous.h"
 #include "launcher/process/failure_report.h"
@@ -22,12 +27,6 @@
 
 namespace accel::launcher {
 namespace {
-
-constexpr int kExitWorkerFailed = 1;
-constexpr int kExitUsage = 2;
-constexpr int kExitRendezvous = 3;
-
-absl::Duration Seconds(double s) { return absl::Milliseconds(static_cast<int64_t>(s * 1000)); }
 
 // One launch on this machine: Prepare, then one attempt after another (RunOneAttempt), each
 // followed by a decision (AfterAttempt): done, restart, or stop with an exit code.
@@ -112,7 +111,7 @@ std::optional<int> Agent::Prepare() {
   }
   if (request_.dry_run) {
     std::fputs(FormatPlan(plan_, request_.argv).c_str(), stdout);  // the command's output
-    return 0;
+    return kExitOk;
   }
 
   const char* path_env = std::getenv("PATH");
@@ -141,7 +140,7 @@ bool Agent::PlanJob() {
     plan_.run_id = plan_.num_machines > 1
                        ? absl::StrCat("job-", config_.main_process_ip, "-",
                                       config_.main_process_port, "-", config_.num_processes)
-                       : RandomHex(6);
+                       : RandomHex(6).value_or(std::string(12, '0'));
   }
   for (const std::string& notice : plan_.notices) {
     Notice(notice);
@@ -165,9 +164,9 @@ SupervisorOptions Agent::MakeSupervisorOptions() const {
   SupervisorOptions options;
   options.machine_rank = plan_.machine_rank;
   options.host = host_;
-  options.shutdown_grace = Seconds(config_.shutdown_grace_s);
-  options.monitor_interval = Seconds(config_.monitor_interval_s);
-  options.hang_timeout = Seconds(config_.hang_timeout_s);
+  options.shutdown_grace = absl::FromChrono(FromSeconds(config_.shutdown_grace_s));
+  options.monitor_interval = absl::FromChrono(FromSeconds(config_.monitor_interval_s));
+  options.hang_timeout = absl::FromChrono(FromSeconds(config_.hang_timeout_s));
   return options;
 }
 
@@ -179,7 +178,7 @@ absl::StatusOr<RendezvousResult> Agent::BeginAttempt(int restarts) {
   RendezvousResult result;
   result.attempt = restarts;
   auto port = PickFreePort("127.0.0.1");
-  result.master_port = port.ok() ? *port : 29500;
+  result.master_port = port.ok() ? *port : defaults::kMainProcessPort;
   return result;
 }
 
@@ -223,10 +222,10 @@ std::optional<int> Agent::AfterAttempt(AttemptResult& attempt, int number, bool 
       if (rendezvous_ != nullptr) {
         return rendezvous_->FinishDone(number, signals_, abort_);
       }
-      return 0;
+      return kExitOk;
     case AttemptEnd::kInterrupted:
       Notice(absl::StrCat("launch: interrupted by signal ", attempt.signal, "; workers stopped"));
-      return 128 + attempt.signal;
+      return ExitCodeForSignal(attempt.signal);
     case AttemptEnd::kSpawnFailed:
       Notice(attempt.spawn_error.message());
       if (rendezvous_ != nullptr) {
@@ -308,7 +307,7 @@ absl::StatusOr<std::vector<WorkerLaunch>> Agent::MakeWorkers(const RendezvousRes
 int Agent::ExecSingleWorker() {
   RendezvousResult rdzv;
   auto port = PickFreePort("127.0.0.1");
-  rdzv.master_port = port.ok() ? *port : 29500;
+  rdzv.master_port = port.ok() ? *port : defaults::kMainProcessPort;
   WorkerFiles files;  // the worker's error file goes next to nothing: the launcher is gone
   const char* tmp = std::getenv("TMPDIR");
   files.error_file =

@@ -16,9 +16,9 @@ struct LaunchRequest {
   bool dry_run = false;           // print the plan and exit 0 without starting anything
 };
 
-// Runs one launch on this machine. Returns the process exit code (README "Exit codes"):
-// 0 ok · 1 a worker failed (or the root cause's code) · 2 usage/config · 3 rendezvous ·
-// 128+N interrupted by signal N.
+// Runs one launch on this machine. Returns the process exit code (common/exit_codes.h): kExitOk,
+// the root cause's ExitCodeForWorker, kExitUsage, kExitRendezvous, or ExitCodeForSignal(N) when
+// interrupted by signal N.
 int RunAgent(const LaunchRequest& request);
 
 }  // namespace accel::launcher

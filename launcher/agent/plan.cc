@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/backend.h"
 #include "common/env_contract.h"
 
 namespace accel::launcher {
@@ -107,8 +108,8 @@ absl::StatusOr<LaunchPlan> MakePlan(const Config& config, int gpu_count,
   }
   plan.use_cpu = gpus.empty();
 
+  plan.backend = std::string(AutoBackend(!plan.use_cpu, /*world_from_mpi=*/false));
   if (plan.use_cpu) {
-    plan.backend = "gloo";
     if (plan.precision == MixedPrecision::kFp16) {
       plan.notices.push_back("notice: fp16 needs a GPU; running in fp32 on CPU");
       plan.precision = MixedPrecision::kNo;
@@ -117,7 +118,6 @@ absl::StatusOr<LaunchPlan> MakePlan(const Config& config, int gpu_count,
       plan.devices.push_back("cpu");
     }
   } else {
-    plan.backend = "nccl";
     const int available = static_cast<int>(gpus.size());
     if (plan.nproc_per_machine > available) {
       if (plan.num_machines > 1) {

@@ -24,9 +24,9 @@ struct LaunchPlan {
   int world_size = 1;         // num_machines * nproc_per_machine
   bool use_cpu = false;
   MixedPrecision precision = MixedPrecision::kNo;  // after the fp16-on-CPU fallback
-  std::string backend = "gloo";                    // gloo | nccl
-  std::string cuda_visible_devices;                // "" = leave the environment's value
-  std::vector<std::string> devices;                // one per local rank, e.g. "cuda:0", "cpu"
+  std::string backend;               // common/backend.h's AutoBackend for the devices: gloo | nccl
+  std::string cuda_visible_devices;  // "" = leave the environment's value
+  std::vector<std::string> devices;  // one per local rank, e.g. "cuda:0", "cpu"
   int gradient_accumulation_steps = 1;
   int max_restarts = 0;
   bool debug = false;

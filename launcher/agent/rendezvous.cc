@@ -11,7 +11,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/defaults.h"
+#include "common/exit_codes.h"
 #include "common/logging.h"
+#include "common/seconds.h"
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
 #include "common/version.h"
@@ -20,10 +22,6 @@
 
 namespace accel::launcher {
 namespace {
-
-constexpr int kDefaultMainPort = 29500;  // accelerate's and torchrun's default
-
-absl::Duration FromSeconds(double s) { return absl::Milliseconds(static_cast<int64_t>(s * 1000)); }
 
 // Blocks until `fd` is readable or a signal arrives on `signals`; a signal ends the launcher
 // (nothing has been spawned while the agent waits here, and a gRPC call cannot be cancelled).
@@ -37,7 +35,7 @@ void WaitOrExitOnSignal(int fd, const SignalFd& signals, const char* what) {
       if (const int sig = signals.Read(); sig != 0) {
         // Notice flushes before it returns: _Exit loses nothing.
         Notice(absl::StrCat("interrupted by signal ", sig, " while ", what));
-        std::_Exit(128 + sig);
+        std::_Exit(ExitCodeForSignal(sig));
       }
     }
     if (fds[0].revents != 0) {
@@ -133,7 +131,8 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
     if (!generated.ok()) return generated.status();
     token = *std::move(generated);
   }
-  const int port = config.main_process_port > 0 ? config.main_process_port : kDefaultMainPort;
+  const int port =
+      config.main_process_port > 0 ? config.main_process_port : defaults::kMainProcessPort;
 
   std::unique_ptr<rendezvous::RendezvousServer> server;
   std::string endpoint;
@@ -152,7 +151,7 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
     options.token = token;
     options.tls_cert_path = config.tls_cert_file;
     options.tls_key_path = config.tls_key_file;
-    options.rdzv_timeout = FromSeconds(config.rdzv_timeout_s);
+    options.rdzv_timeout = absl::FromChrono(FromSeconds(config.rdzv_timeout_s));
     options.strict = config.strict;
     auto started = rendezvous::RendezvousServer::Start(options);
     if (!started.ok()) {
@@ -167,7 +166,7 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
 
   if (dry_run) {
     return std::make_unique<AgentRendezvous>(nullptr, nullptr, std::move(request), endpoint, token,
-                                             FromSeconds(config.rdzv_timeout_s));
+                                             absl::FromChrono(FromSeconds(config.rdzv_timeout_s)));
   }
   rendezvous::ClientOptions client_options;
   client_options.endpoint = endpoint;
@@ -182,7 +181,7 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
   }
   return std::make_unique<AgentRendezvous>(*std::move(client), std::move(server),
                                            std::move(request), endpoint, token,
-                                           FromSeconds(config.rdzv_timeout_s));
+                                           absl::FromChrono(FromSeconds(config.rdzv_timeout_s)));
 }
 
 AgentRendezvous::AgentRendezvous(std::unique_ptr<rendezvous::RendezvousClient> client,
@@ -307,7 +306,7 @@ void AgentRendezvous::ReportSpawnFailure(std::int64_t attempt, const absl::Statu
   rendezvous::RootCause cause;
   cause.machine_rank = request_.machine_rank;
   cause.hostname = request_.hostname;
-  cause.exit_code = 1;
+  cause.exit_code = kExitWorkerFailed;
   cause.message = std::string(error.message());
   (void)client_->ReportFailure(attempt, cause);
 }
@@ -316,12 +315,12 @@ int AgentRendezvous::FinishDone(std::int64_t attempt, const SignalFd& signals,
                                 AbortChannel& abort) {
   if (const absl::Status status = client_->ReportDone(attempt); !status.ok()) {
     Notice(absl::StrCat("report done to rendezvous: ", status.message()));
-    return 3;
+    return kExitRendezvous;
   }
   WaitOrExitOnSignal(abort.fd(), signals, "waiting for the other machines to finish");
   absl::MutexLock lock(&mu_);
   if (!event_.has_value() || event_->kind == rendezvous::Event::Kind::kDone) {
-    return 0;
+    return kExitOk;
   }
   const bool lost = event_->kind == rendezvous::Event::Kind::kServerLost;
   NoticeBlock(FormatFailureReport(
@@ -330,7 +329,7 @@ int AgentRendezvous::FinishDone(std::int64_t attempt, const SignalFd& signals,
                    lost ? "local workers finished, but the rendezvous server was lost:"
                         : "local workers finished, but the job was aborted, root cause:")));
   const int code = event_->root_cause.exit_code;
-  return lost ? 3 : (code > 0 && code < 128 ? code : 1);
+  return lost ? kExitRendezvous : ExitCodeForWorker(code, event_->root_cause.signal);
 }
 
 bool AgentRendezvous::restart_requested() const {
@@ -349,13 +348,12 @@ WorkerFailure AgentRendezvous::RemoteRootCause() const {
 int AgentRendezvous::RemoteExitCode() const {
   absl::MutexLock lock(&mu_);
   if (!event_.has_value()) {
-    return 1;
+    return kExitWorkerFailed;
   }
   if (event_->kind == rendezvous::Event::Kind::kServerLost) {
-    return 3;
+    return kExitRendezvous;
   }
-  const int code = event_->root_cause.exit_code;
-  return code > 0 && code < 128 ? code : 1;
+  return ExitCodeForWorker(event_->root_cause.exit_code, event_->root_cause.signal);
 }
 
 }  // namespace accel::launcher

@@ -48,8 +48,8 @@ class AgentRendezvous {
   const std::string& endpoint() const { return endpoint_; }
 
   // Stops the previous watch and clears `abort`, joins the next attempt (interruptible: a signal
-  // on `signals` ends the launcher with 128+N), then watches it: abort, restart, done and
-  // server-lost events call `abort`.Abort().
+  // on `signals` ends the launcher with ExitCodeForSignal(N)), then watches it: abort, restart,
+  // done and server-lost events call `abort`.Abort().
   absl::StatusOr<RendezvousResult> Join(const SignalFd& signals, AbortChannel& abort);
   // Stops watching the current attempt.
   void StopWatch();
@@ -61,15 +61,16 @@ class AgentRendezvous {
   // Tells the server a worker could not be started.
   void ReportSpawnFailure(std::int64_t attempt, const absl::Status& error);
   // Reports that every local worker exited 0, then waits (interruptibly) for the job's end:
-  // returns 0 on done, the root cause's exit code when another machine failed.
+  // returns kExitOk on done, ExitCodeForWorker of the root cause when another machine failed,
+  // kExitRendezvous when the report failed or the server was lost (common/exit_codes.h).
   int FinishDone(std::int64_t attempt, const SignalFd& signals, AbortChannel& abort);
 
   // The terminal event of the current watch, if one arrived.
   bool restart_requested() const;
   // Returns the root cause of an abort event as a report row.
   WorkerFailure RemoteRootCause() const;
-  // Returns the launcher exit code for the abort event (root cause's code, 3 when the server
-  // was lost).
+  // Returns the launcher exit code for the abort event: ExitCodeForWorker of the root cause,
+  // kExitRendezvous when the server was lost.
   int RemoteExitCode() const;
 
  private:

@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "absl/strings/str_cat.h"
+#include "common/exit_codes.h"
 #include "common/version.h"
 #include "launcher/cli/flags.h"
 #include "launcher/commands/env_report.h"
@@ -13,9 +14,6 @@
 
 namespace accel::launcher {
 namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitUsage = 2;
 
 constexpr char kUsage[] =
     "usage: accel-launch [launch] [options] PROGRAM [ARGS...]\n"
@@ -116,7 +114,7 @@ int WriteConfig(const LaunchArgs& parsed, const Config& config, const CliContext
   const absl::Status status = WriteConfigFile(path, ToConfigYaml(config));
   if (!status.ok()) {
     *context.err << "accel-launch: write config file " << path << ": " << status.message() << "\n";
-    return 1;
+    return kExitWorkerFailed;
   }
   *context.out << "accel-launch: configuration saved at " << path << "\n";
   const ConfigLookup lookup = FindConfigFile("", context.env);

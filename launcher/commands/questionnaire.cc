@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/defaults.h"
 #include "launcher/config/schema.h"
 
 namespace accel::launcher {
@@ -146,7 +147,8 @@ absl::StatusOr<Config> RunQuestionnaire(std::istream& in, std::ostream& out,
                         return "";
                       }));
     ACCEL_ASK(ask.Integer("What is the port you will use to communicate with the main process?",
-                          "29500", 1, 65535, &c.main_process_port));
+                          absl::StrCat(defaults::kMainProcessPort), 1, 65535,
+                          &c.main_process_port));
     ACCEL_ASK(
         ask.YesNo("Are all the machines on the same local network? Answer `no` if nodes "
                   "are on the cloud and/or on different network hosts",

@@ -1,7 +1,7 @@
 // Config: one launch's settings, accelerate's default_config.yaml schema plus our additions
-//. A plain struct: every default is written here. Loading, precedence and
-// validation live in loader.h, resolve.h and validate.h; this header has no dependencies beyond
-// the standard library.
+// (accelerate's keys and ours). A plain struct: every default is set here (durations and ports from
+// common/defaults.h). Loading, precedence and validation live in loader.h; this header depends
+// on nothing but the standard library and common/'s standard-library-only headers.
 #ifndef ACCEL_LAUNCHER_CONFIG_CONFIG_H_
 #define ACCEL_LAUNCHER_CONFIG_CONFIG_H_
 
@@ -10,6 +10,9 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/defaults.h"
+#include "common/seconds.h"
 
 namespace accel::launcher {
 
@@ -43,11 +46,12 @@ struct Config {
 
   // --- our additions (documented in README "Config reference") ---
   int gradient_accumulation_steps = 1;
-  double rdzv_timeout_s = 900;  // how long Join waits for every machine
-  int max_restarts = 0;         // new rendezvous attempts after a worker failure
-  double monitor_interval_s = 0.1;
-  double shutdown_grace_s = 30;   // SIGTERM → grace → SIGKILL
-  std::string log_dir;            // empty: no per-rank log files
+  // Durations are seconds, as in the YAML file.
+  double rdzv_timeout_s = ToSeconds(defaults::kRdzvTimeout);  // Join waits for every machine
+  int max_restarts = 0;  // new rendezvous attempts after a worker failure
+  double monitor_interval_s = ToSeconds(defaults::kMonitorInterval);
+  double shutdown_grace_s = ToSeconds(defaults::kShutdownGrace);  // SIGTERM → grace → SIGKILL
+  std::string log_dir;                                            // empty: no per-rank log files
   bool tee = false;               // with log_dir: also print worker output on the console
   std::string rdzv_token_file;    // file holding the shared rendezvous token
   std::string local_addr;         // address other machines reach this one at ("" = auto)

@@ -64,6 +64,7 @@ std::string Empty(const Config&) { return ""; }
 // Returns every key, alphabetically. One function on purpose: a table, one row per key, that a
 // reader scans whole to see what a config file may hold; split, it would read no better.
 std::vector<KeySpec> MakeSchema() {
+  const Config defaults;  // help texts quote the defaults of common/defaults.h from here
   std::vector<KeySpec> keys = {
       ACCEL_IGNORED(additional_args, "SageMaker only; ignored"),
       ACCEL_IGNORED(base_job_name, "SageMaker only; ignored"),
@@ -125,7 +126,8 @@ std::vector<KeySpec> MakeSchema() {
       ACCEL_KEY(mixed_precision, kEnum, true, kAlways, "no, fp16 or bf16 (default no)",
                 SetMixedPrecision(v, c), YamlQuote(ToString(c.mixed_precision))),
       ACCEL_SECONDS(monitor_interval, monitor_interval_s,
-                    "how often workers are polled, seconds (default 0.1)"),
+                    absl::StrCat("how often workers are polled, seconds (default ",
+                                 Seconds(defaults.monitor_interval_s), ")")),
       ACCEL_KEY(mpirun_config, kSection, true, kNever,
                 "mpirun launch: not supported, must be empty (run mpirun ... accel-launch)",
                 SetOtherSection(v, "mpirun launch (mpirun_config)"), ""),
@@ -145,7 +147,9 @@ std::vector<KeySpec> MakeSchema() {
       ACCEL_KEY(rdzv_backend, kEnum, true, kAlways, "static (default; c10d accepted as the same)",
                 SetRdzvBackend(v, c), c.rdzv_backend),
       ACCEL_SECONDS(rdzv_timeout, rdzv_timeout_s,
-                    "how long machines wait for each other at rendezvous, seconds (default 900)"),
+                    absl::StrCat("how long machines wait for each other at rendezvous, seconds "
+                                 "(default ",
+                                 Seconds(defaults.rdzv_timeout_s), ")")),
       ACCEL_STRING(rdzv_token_file, rdzv_token_file, false, kWhenNotDefault,
                    "file holding the shared rendezvous token (default: generated)"),
       ACCEL_IGNORED(region, "SageMaker only; ignored"),
@@ -156,7 +160,9 @@ std::vector<KeySpec> MakeSchema() {
       ACCEL_IGNORED(sagemaker_inputs_file, "SageMaker only; ignored"),
       ACCEL_IGNORED(sagemaker_metrics_file, "SageMaker only; ignored"),
       ACCEL_SECONDS(shutdown_grace, shutdown_grace_s,
-                    "SIGTERM → this many seconds → SIGKILL when stopping workers (default 30)"),
+                    absl::StrCat("SIGTERM → this many seconds → SIGKILL when stopping workers "
+                                 "(default ",
+                                 Seconds(defaults.shutdown_grace_s), ")")),
       ACCEL_BOOL(strict, strict, false, kWhenNotDefault,
                  "version mismatch between machines is an error (default false: warning)"),
       ACCEL_BOOL(tee, tee, false, kWhenNotDefault,

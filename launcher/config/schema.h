@@ -35,7 +35,7 @@ struct KeySpec {
   KeyKind kind;
   bool accelerate;  // written by `accelerate config` (false: one of our additions)
   WriteMode write;
-  absl::string_view help;  // one line: meaning, values, default
+  std::string help;  // one line: meaning, values, default
   // Sets the key from `value`. The error message is the cause only, e.g.
   // "expected an integer, got 'two'"; the caller adds the key and the position.
   absl::Status (*set)(const YamlValue& value, Config* config);

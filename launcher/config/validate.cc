@@ -1,6 +1,7 @@
 #include "launcher/config/validate.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/defaults.h"
 
 namespace accel::launcher {
 
@@ -46,8 +47,9 @@ std::vector<Diagnostic> ValidateConfig(const Config& c, const SourceMap& sources
   if (machines_ok && c.num_machines > 1 && c.main_process_port == 0 && ok("main_process_port")) {
     // Point at whatever made this a multi-machine job when the port is just the default.
     problem(sources.count("main_process_port") != 0 ? "main_process_port" : "num_machines",
-            "main_process_port 0 (a free port) only works on one machine; choose a port that every "
-            "machine can reach, e.g. 29500");
+            absl::StrCat("main_process_port 0 (a free port) only works on one machine; choose a "
+                         "port that every machine can reach, e.g. ",
+                         defaults::kMainProcessPort));
   }
   if (c.gradient_accumulation_steps < 1) {
     problem("gradient_accumulation_steps",

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/exit_codes.h"
 
 namespace accel::launcher {
 namespace {
@@ -129,10 +130,7 @@ std::string FormatFailureReport(const std::vector<WorkerFailure>& failures,
 }
 
 int ExitCodeFor(const WorkerFailure& root) {
-  if (root.exit.signal == 0 && root.exit.exit_code > 0 && root.exit.exit_code < 128) {
-    return root.exit.exit_code;
-  }
-  return 1;
+  return ExitCodeForWorker(root.exit.exit_code, root.exit.signal);
 }
 
 }  // namespace accel::launcher

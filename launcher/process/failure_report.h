@@ -40,9 +40,8 @@ void SortRootCauseFirst(std::vector<WorkerFailure>* failures);
 std::string FormatFailureReport(const std::vector<WorkerFailure>& failures,
                                 absl::string_view title);
 
-// Returns the launcher's exit code for a job whose root cause is `root`: the
-// worker's own non-zero exit code, or 1 when it was killed by a signal (128+N stays reserved for
-// the launcher itself being interrupted).
+// Returns the launcher's exit code for a job whose root cause is `root`: common/exit_codes.h's
+// ExitCodeForWorker of its exit code and signal.
 int ExitCodeFor(const WorkerFailure& root);
 
 }  // namespace accel::launcher

@@ -1,22 +1,15 @@
-// Small OS helpers of the agent: ids, host name, free ports, run directories.
+// Small OS helpers of the agent: host name, environment, run directories. Random ids are
+// common/random.h's RandomHex, free ports common/net.h's PickFreePort.
 #ifndef ACCEL_LAUNCHER_PROCESS_OS_UTIL_H_
 #define ACCEL_LAUNCHER_PROCESS_OS_UTIL_H_
 
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
-
 namespace accel::launcher {
-
-// Returns `bytes` random bytes from getrandom(2), hex-encoded.
-std::string RandomHex(int bytes);
 
 // Returns this machine's host name ("localhost" when it cannot be read).
 std::string HostName();
-
-// Returns a TCP port that was free on `host` a moment ago (bound to port 0, then closed).
-absl::StatusOr<int> PickFreePort(const std::string& host);
 
 // Returns `environ` as a vector.
 std::vector<std::string> CurrentEnvironment();

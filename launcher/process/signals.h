@@ -22,7 +22,7 @@ class SignalFd {
 
   SignalFd(SignalFd&&) noexcept = default;
   SignalFd& operator=(SignalFd&&) noexcept = default;
-  ~SignalFd() = default;  // the signals stay blocked: the caller exits with 128+N
+  ~SignalFd() = default;  // the signals stay blocked: the caller exits with ExitCodeForSignal(N)
 
   // Readable (POLLIN) when a signal is pending.
   int fd() const { return fd_.get(); }

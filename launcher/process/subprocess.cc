@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/exit_codes.h"
 
 namespace accel::launcher {
 namespace {
@@ -40,7 +41,7 @@ int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid
                             const int (&fds)[3], const sigset_t* mask, pid_t parent, int error_fd) {
   ::setpgid(0, 0);
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) {
-    _exit(127);  // the launcher is already gone
+    _exit(kExitExecFailed);  // the launcher is already gone
   }
   for (int target = 0; target <= 2; ++target) {
     const int fd = fds[target];
@@ -52,7 +53,7 @@ int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid
     } else if (::dup2(fd, target) < 0) {
       const int err = errno;
       (void)!::write(error_fd, &err, sizeof(err));
-      _exit(127);
+      _exit(kExitExecFailed);
     }
   }
   struct sigaction dfl {};
@@ -64,7 +65,7 @@ int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid
   ::execve(path, argv, envp);
   const int err = errno;
   (void)!::write(error_fd, &err, sizeof(err));
-  _exit(127);
+  _exit(kExitExecFailed);
 }
 
 std::vector<char*> CStrings(const std::vector<std::string>& strings) {

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/defaults.h"
 #include "common/unique_fd.h"
 #include "launcher/process/failure_report.h"
 #include "launcher/process/output.h"
@@ -50,10 +51,11 @@ class AbortChannel {
 struct SupervisorOptions {
   int machine_rank = 0;
   std::string host;
-  absl::Duration shutdown_grace = absl::Seconds(30);
-  absl::Duration monitor_interval = absl::Milliseconds(100);  // hang checks
-  absl::Duration hang_timeout = absl::ZeroDuration();         // zero = off
-  absl::Duration drain_timeout = absl::Seconds(2);  // output still open after all are reaped
+  absl::Duration shutdown_grace = absl::FromChrono(defaults::kShutdownGrace);
+  absl::Duration monitor_interval = absl::FromChrono(defaults::kMonitorInterval);  // hang checks
+  absl::Duration hang_timeout = absl::ZeroDuration();                              // zero = off
+  // How long output still open after every worker was reaped is drained.
+  absl::Duration drain_timeout = absl::FromChrono(defaults::kOutputDrainTimeout);
 };
 
 struct WorkerLaunch {

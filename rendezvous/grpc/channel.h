@@ -9,14 +9,15 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/defaults.h"
 
 namespace accel::rendezvous {
 
 struct ChannelOptions {
   std::string endpoint;
   std::string tls_ca_path;  // "" = plaintext
-  absl::Duration backoff_initial = absl::Milliseconds(50);
-  absl::Duration backoff_max = absl::Seconds(1);
+  absl::Duration backoff_initial = absl::FromChrono(defaults::kConnectBackoffInitial);
+  absl::Duration backoff_max = absl::FromChrono(defaults::kConnectBackoffMax);
 };
 
 // Returns a channel to options.endpoint. Does not connect. INVALID_ARGUMENT for an empty

@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/defaults.h"
 #include "rendezvous/join/types.h"
 
 namespace accel::rendezvous {
@@ -38,10 +39,10 @@ struct ClientOptions {
   int machine_rank = 0;     // used by Watch, heartbeats and reports
   std::string run_id;
   std::string hostname;
-  absl::Duration rpc_deadline = absl::Seconds(10);              // defaults::kRpcDeadline
-  absl::Duration heartbeat_interval = absl::Milliseconds(500);  // defaults::kHeartbeatInterval
-  absl::Duration backoff_initial = absl::Milliseconds(50);      // defaults::kConnectBackoffInitial
-  absl::Duration backoff_max = absl::Seconds(1);                // defaults::kConnectBackoffMax
+  absl::Duration rpc_deadline = absl::FromChrono(defaults::kRpcDeadline);
+  absl::Duration heartbeat_interval = absl::FromChrono(defaults::kHeartbeatInterval);
+  absl::Duration backoff_initial = absl::FromChrono(defaults::kConnectBackoffInitial);
+  absl::Duration backoff_max = absl::FromChrono(defaults::kConnectBackoffMax);
 };
 
 class RendezvousClient {

@@ -1,11 +1,7 @@
 #include "rendezvous/grpc/server.h"
 
-#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
-#include <cerrno>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -14,8 +10,8 @@
 #include "absl/synchronization/mutex.h"
 #include "common/defaults.h"
 #include "common/logging.h"
+#include "common/net.h"
 #include "common/status_macros.h"
-#include "common/unique_fd.h"
 #include "rendezvous/grpc/auth.h"
 #include "rendezvous/grpc/rendezvous_service.h"
 #include "rendezvous/grpc/store_service.h"
@@ -45,34 +41,6 @@ bool IsWildcard(const std::string& host) {
   return host.empty() || host == "0.0.0.0" || host == "::" || host == "*";
 }
 
-// Returns a TCP port that is free on `host` now (bound to port 0, then released).
-absl::StatusOr<int> PickFreePort(const std::string& host) {
-  const bool v6 = host.find(':') != std::string::npos;
-  UniqueFd fd(::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd) return absl::ErrnoToStatus(errno, "socket");
-  sockaddr_storage storage{};
-  socklen_t length = 0;
-  if (v6) {
-    auto* a = reinterpret_cast<sockaddr_in6*>(&storage);
-    a->sin6_family = AF_INET6;
-    if (::inet_pton(AF_INET6, host.c_str(), &a->sin6_addr) != 1) a->sin6_addr = in6addr_any;
-    length = sizeof(sockaddr_in6);
-  } else {
-    auto* a = reinterpret_cast<sockaddr_in*>(&storage);
-    a->sin_family = AF_INET;
-    if (::inet_pton(AF_INET, host.c_str(), &a->sin_addr) != 1) a->sin_addr.s_addr = INADDR_ANY;
-    length = sizeof(sockaddr_in);
-  }
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&storage), length) != 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("bind ", host, ":0"));
-  }
-  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&storage), &length) != 0) {
-    return absl::ErrnoToStatus(errno, "getsockname");
-  }
-  return v6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port)
-            : ntohs(reinterpret_cast<sockaddr_in*>(&storage)->sin_port);
-}
-
 absl::Status Validate(const ServerOptions& o) {
   if (o.num_machines < 1) {
     return absl::InvalidArgumentError(
@@ -94,7 +62,7 @@ absl::Status Validate(const ServerOptions& o) {
 class GrpcRendezvousServer final : public RendezvousServer {
  public:
   explicit GrpcRendezvousServer(const ServerOptions& options) : options_(options) {}
-  ~GrpcRendezvousServer() override { Shutdown(absl::Seconds(2)); }
+  ~GrpcRendezvousServer() override { Shutdown(absl::FromChrono(defaults::kServerShutdownGrace)); }
 
   absl::Status Init() {
     absl::StatusOr<std::pair<std::string, int>> host_port = SplitHostPort(options_.bind_address);

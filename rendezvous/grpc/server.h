@@ -16,14 +16,15 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/defaults.h"
 
 namespace accel::rendezvous {
 
 struct KvLimits {
-  std::int64_t max_key_bytes = 1024;                 // defaults::kMaxKeyBytes
-  std::int64_t max_value_bytes = 16 * 1024 * 1024;   // defaults::kMaxValueBytes
-  std::int64_t max_total_bytes = 512 * 1024 * 1024;  // defaults::kMaxStoreBytes (keys + values)
-  int max_keys_per_wait = 1024;                      // defaults::kMaxKeysPerWait
+  std::int64_t max_key_bytes = defaults::kMaxKeyBytes;
+  std::int64_t max_value_bytes = defaults::kMaxValueBytes;
+  std::int64_t max_total_bytes = defaults::kMaxStoreBytes;  // keys + values
+  int max_keys_per_wait = defaults::kMaxKeysPerWait;
 };
 
 struct ServerOptions {
@@ -37,9 +38,9 @@ struct ServerOptions {
   std::string token;          // "" = no authentication (single-machine jobs always set one)
   std::string tls_cert_path;  // both set = TLS; both empty = plaintext
   std::string tls_key_path;
-  absl::Duration rdzv_timeout = absl::Seconds(900);  // defaults::kRdzvTimeout, from first join
-  absl::Duration heartbeat_interval = absl::Milliseconds(500);  // defaults::kHeartbeatInterval
-  int missed_heartbeats_lost = 6;                               // defaults::kMissedHeartbeatsLost
+  absl::Duration rdzv_timeout = absl::FromChrono(defaults::kRdzvTimeout);  // from first join
+  absl::Duration heartbeat_interval = absl::FromChrono(defaults::kHeartbeatInterval);
+  int missed_heartbeats_lost = defaults::kMissedHeartbeatsLost;
   bool strict = false;  // version mismatch is an error, not a warning
   KvLimits limits;
 };
@@ -60,7 +61,8 @@ class RendezvousServer {
 
   // Fails pending calls with UNAVAILABLE, stops serving, and waits for in-flight calls (bounded by
   // `grace`, after which they are cancelled). Idempotent.
-  virtual void Shutdown(absl::Duration grace = absl::Seconds(2)) = 0;
+  virtual void Shutdown(
+      absl::Duration grace = absl::FromChrono(defaults::kServerShutdownGrace)) = 0;
 };
 
 }  // namespace accel::rendezvous

@@ -17,14 +17,16 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/defaults.h"
 #include "rendezvous/store/store.h"
 
 namespace accel::rendezvous {
 
 struct StoreClientOptions {
-  std::string tls_ca_path;                             // "" = plaintext
-  absl::Duration rpc_deadline = absl::Seconds(10);     // defaults::kRpcDeadline
-  absl::Duration connect_timeout = absl::Seconds(30);  // first call waits this long for the server
+  std::string tls_ca_path;  // "" = plaintext
+  absl::Duration rpc_deadline = absl::FromChrono(defaults::kRpcDeadline);
+  // How long the first call waits for the server.
+  absl::Duration connect_timeout = absl::FromChrono(defaults::kStoreConnectTimeout);
 };
 
 // Returns a Store backed by the server at `endpoint` ("host:port"), sending `token` with every

@@ -12,7 +12,7 @@
 
 namespace accel::rendezvous {
 
-// Returns 32 random bytes from getrandom(2) as 64 lowercase hex characters.
+// Returns a fresh token: RandomHex(32) (common/random.h), 64 lowercase hex characters.
 absl::StatusOr<std::string> GenerateToken();
 
 // Returns the token in `token_file` (its first line, without surrounding whitespace) when the

@@ -28,6 +28,10 @@
 #include <string>
 #include <vector>
 
+#include "common/env_contract.h"
+#include "common/env_reader.h"
+#include "common/exit_codes.h"
+
 namespace {
 
 const char* const kContract[] = {"RANK",
@@ -72,11 +76,6 @@ void SleepSeconds(double s) {
   timespec ts{static_cast<time_t>(s), static_cast<long>((s - static_cast<time_t>(s)) * 1e9)};
   while (nanosleep(&ts, &ts) != 0) {
   }
-}
-
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::atoi(v) : fallback;
 }
 
 void WriteProgress(const char* path, std::uint64_t step) {
@@ -141,7 +140,7 @@ void PrintLines(const std::string& spec, int rank) {
 
 // --progress=N
 void WriteProgressSteps(int steps) {
-  const char* path = std::getenv("ACCEL_PROGRESS_FILE");
+  const char* path = accel::env::Get(accel::env::kProgressFile);
   for (int s = 1; path != nullptr && s <= steps; ++s) {
     WriteProgress(path, static_cast<std::uint64_t>(s));
     SleepSeconds(0.01);
@@ -207,11 +206,13 @@ int Finish(const Ending& ending, int rank) {
   const bool failing = ending.fail_rank < 0 || ending.fail_rank == rank;
   SleepSeconds(failing && ending.fail_sleep_s >= 0 ? ending.fail_sleep_s : ending.sleep_s);
   if (ending.fail_until >= 0) {
-    return EnvInt("TORCHELASTIC_RESTART_COUNT", 0) < ending.fail_until ? 1 : 0;
+    return accel::env::GetInt(accel::env::kRestartCount, 0).value_or(0) < ending.fail_until
+               ? accel::kExitWorkerFailed
+               : accel::kExitOk;
   }
-  if (!failing) return 0;
+  if (!failing) return accel::kExitOk;
   if (ending.write_error) {
-    if (const char* path = std::getenv("ACCEL_ERROR_FILE"); path != nullptr) {
+    if (const char* path = accel::env::Get(accel::env::kErrorFile); path != nullptr) {
       std::ofstream(path) << "{\"message\": \"" << ending.error_message
                           << "\", \"time\": " << ::time(nullptr) << ", \"rank\": " << rank << "}\n";
     }
@@ -230,12 +231,12 @@ int Finish(const Ending& ending, int rank) {
 extern "C" const char* __asan_default_options() { return "detect_leaks=0"; }
 
 int main(int argc, char** argv) {
-  const int rank = EnvInt("RANK", -1);
+  const int rank = accel::env::GetInt(accel::env::kRank, -1).value_or(-1);
   Ending ending;
   for (int i = 1; i < argc; ++i) {
     if (!ApplyFlag(argv[i], rank, ending)) {
       std::fprintf(stderr, "fake_worker: unknown flag %s\n", argv[i]);
-      return 64;
+      return accel::kExitUsage;
     }
   }
   std::fflush(stdout);

@@ -16,13 +16,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/exit_codes.h"
 #include "launcher/process/os_util.h"
 #include "launcher/process/subprocess.h"
 
 namespace accel::testing {
 
 struct RunResult {
-  int exit_code = -1;  // 128+N when killed by signal N; -1 when the deadline killed it
+  int exit_code = -1;  // ExitCodeForSignal(N) when killed by signal N; -1 at the deadline
   std::string out;
   std::string err;
   absl::Duration elapsed;
@@ -87,7 +88,7 @@ inline RunResult RunCommand(const std::vector<std::string>& argv,
   r.elapsed = absl::Now() - start;
   if (r.timed_out) return r;  // ~ChildProcess SIGKILLs and reaps it
   const launcher::ExitStatus& s = *child->status();
-  r.exit_code = s.signal != 0 ? 128 + s.signal : s.exit_code;
+  r.exit_code = s.signal != 0 ? ExitCodeForSignal(s.signal) : s.exit_code;
   return r;
 }
 

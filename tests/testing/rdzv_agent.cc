@@ -10,7 +10,8 @@
 // timeout_ms (join deadline), watch_ms (0 = no watch), report (none|done|failure), kv (0|1),
 // serve (host:port: also run the server there, as machine 0's launcher does, print
 // "SERVING port=P" and join through 127.0.0.1:P), rdzv_timeout_ms (the server's).
-// Exit: 0 ok, 3 join failed, 4 no event before watch_ms, 5 an abort/lost event, 6 store error.
+// Exit: kExitOk, kExitRendezvous (join failed; common/exit_codes.h), or one of its own codes
+// below.
 #include <unistd.h>
 
 #include <cstdio>
@@ -24,12 +25,15 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/exit_codes.h"
 #include "rendezvous/grpc/rendezvous_client.h"
 #include "rendezvous/grpc/server.h"
 #include "rendezvous/grpc/store_client.h"
 
 namespace {
 
+using accel::kExitOk;
+using accel::kExitRendezvous;
 using accel::rendezvous::ClientOptions;
 using accel::rendezvous::Event;
 using accel::rendezvous::JoinRequest;
@@ -39,6 +43,10 @@ using accel::rendezvous::RendezvousServer;
 using accel::rendezvous::RootCause;
 using accel::rendezvous::ServerOptions;
 using Flags = std::map<std::string, std::string>;
+
+constexpr int kExitNoEvent = 4;     // no event before watch_ms
+constexpr int kExitAborted = 5;     // an abort or server-lost event
+constexpr int kExitStoreError = 6;  // the KV exchange failed
 
 Flags ParseFlags(int argc, char** argv) {
   Flags flags;
@@ -93,7 +101,7 @@ int ExchangeThroughStore(const accel::rendezvous::JoinResult& joined, const std:
       accel::rendezvous::ConnectStore(joined.store_endpoint, token, joined.store_namespace);
   if (!store.ok()) {
     Print(absl::StrCat("KV_ERROR ", store.status().ToString()));
-    return 6;
+    return kExitStoreError;
   }
   absl::Status status = (*store)->Set(absl::StrCat("machine", machine_rank), "up");
   std::vector<std::string> keys;
@@ -102,10 +110,10 @@ int ExchangeThroughStore(const accel::rendezvous::JoinResult& joined, const std:
   absl::StatusOr<std::int64_t> count = (*store)->Add("arrived", 1);
   if (!status.ok() || !count.ok()) {
     Print(absl::StrCat("KV_ERROR ", status.ok() ? count.status().ToString() : status.ToString()));
-    return 6;
+    return kExitStoreError;
   }
   Print(absl::StrCat("KV_OK peers=", keys.size()));
-  return 0;
+  return kExitOk;
 }
 
 // The client side of one machine, from the flags (the endpoint may be replaced by --serve).
@@ -198,17 +206,18 @@ int WatchAndReport(const Flags& flags, int watch_ms, RendezvousClient& client,
     event = e;
     got.Notify();
   });
-  if (!started.ok()) return 4;
+  if (!started.ok()) return kExitNoEvent;
   Report(Flag(flags, "report", "none"), client, request, joined);
   if (!got.WaitForNotificationWithTimeout(absl::Milliseconds(watch_ms))) {
     Print("NO_EVENT");
     client.StopWatch();
-    return 4;
+    return kExitNoEvent;
   }
   Print(absl::StrCat("EVENT kind=", KindName(event.kind), " machine=",
                      event.root_cause.machine_rank, " msg=", event.root_cause.message));
   client.StopWatch();
-  return event.kind == Event::Kind::kAbort || event.kind == Event::Kind::kServerLost ? 5 : 0;
+  return event.kind == Event::Kind::kAbort || event.kind == Event::Kind::kServerLost ? kExitAborted
+                                                                                     : kExitOk;
 }
 
 }  // namespace
@@ -220,29 +229,29 @@ int main(int argc, char** argv) {
   std::unique_ptr<RendezvousServer> server;
   if (flags.count("serve")) {
     server = Serve(flags, request, options);
-    if (server == nullptr) return 3;
+    if (server == nullptr) return kExitRendezvous;
   }
   absl::SleepFor(absl::Milliseconds(IntFlag(flags, "delay_ms", 0)));
   auto client = accel::rendezvous::NewGrpcRendezvousClient(options);
   if (!client.ok()) {
     PrintJoinError(client.status());
-    return 3;
+    return kExitRendezvous;
   }
   auto joined = (*client)->Join(
       request, absl::Now() + absl::Milliseconds(IntFlag(flags, "timeout_ms", 30000)));
   if (!joined.ok()) {
     PrintJoinError(joined.status());
-    return 3;
+    return kExitRendezvous;
   }
   PrintJoined(*joined);
   if (IntFlag(flags, "kv", 0) != 0) {
     if (int rc = ExchangeThroughStore(*joined, options.token, request.machine_rank,
                                       request.num_machines);
-        rc != 0) {
+        rc != kExitOk) {
       return rc;
     }
   }
   const int watch_ms = IntFlag(flags, "watch_ms", 0);
-  if (watch_ms <= 0) return 0;
+  if (watch_ms <= 0) return kExitOk;
   return WatchAndReport(flags, watch_ms, **client, request, *joined);
 }

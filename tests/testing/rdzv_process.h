@@ -16,6 +16,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/exit_codes.h"
 
 extern char** environ;
 
@@ -69,7 +70,7 @@ class ChildProcess {
     }
   }
 
-  // Waits for the exit code (128+N for signal N); SIGKILLs the child at the deadline.
+  // Waits for the exit code (ExitCodeFromWaitStatus); SIGKILLs the child at the deadline.
   int Wait(absl::Time deadline) {
     while (ReadSome(deadline)) {
     }
@@ -104,7 +105,7 @@ class ChildProcess {
       int status = 0;
       const pid_t r = ::waitpid(pid_, &status, WNOHANG);
       if (r == pid_) {
-        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        exit_code_ = ExitCodeFromWaitStatus(status);
         break;
       }
       if (absl::Now() >= deadline) {

@@ -21,6 +21,9 @@
 #include <vector>
 
 #include "accel/accelerator.h"
+#include "common/env_contract.h"
+#include "common/env_reader.h"
+#include "common/exit_codes.h"
 
 namespace {
 
@@ -122,7 +125,7 @@ int Collectives() {
   torch::Tensor red = acc.reduce(torch::ones({5}), accel::ReduceOp::kSum);
   CHECK_TRUE(torch::equal(red, torch::full({5}, static_cast<float>(w))), "Accelerator::reduce");
   for (int k = 0; k < 20; ++k) acc.wait_for_everyone();
-  return g_failures == 0 ? 0 : 1;
+  return g_failures == 0 ? accel::kExitOk : accel::kExitWorkerFailed;
 }
 
 // Trains until 20 optimizer steps; rank 0 writes the parameters. Same global batch (16) for
@@ -147,7 +150,7 @@ int Train(const std::string& out_dir, const std::string& tag, int64_t micro) {
     }
   }
   CHECK_TRUE(acc.skipped_steps() == 0, "no skipped steps");
-  if (const char* progress = std::getenv("ACCEL_PROGRESS_FILE")) {
+  if (const char* progress = accel::env::Get(accel::env::kProgressFile)) {
     std::ifstream in(progress, std::ios::binary);
     unsigned char bytes[8] = {};
     in.read(reinterpret_cast<char*>(bytes), 8);
@@ -157,7 +160,7 @@ int Train(const std::string& out_dir, const std::string& tag, int64_t micro) {
   }
   if (acc.is_main_process()) WriteParams(out_dir + "/params_" + tag + ".bin", net);
   acc.wait_for_everyone();
-  return g_failures == 0 ? 0 : 1;
+  return g_failures == 0 ? accel::kExitOk : accel::kExitWorkerFailed;
 }
 
 // Poisons one rank's gradient after the all-reduce: every rank must skip, keep its parameters
@@ -203,7 +206,7 @@ int InfSkip() {
     torch::Tensor mx = acc.reduce(mine, accel::ReduceOp::kMax);
     CHECK_TRUE(torch::equal(mx, mine), "replicas identical after the skip");
   }
-  return g_failures == 0 ? 0 : 1;
+  return g_failures == 0 ? accel::kExitOk : accel::kExitWorkerFailed;
 }
 
 // full: epochs 0 and 1 (saving after epoch 0). save_and_die: epoch 0, save, SIGKILL itself.
@@ -243,7 +246,7 @@ int Resume(const std::string& out_dir, const std::string& mode, const std::strin
   if (acc.is_main_process()) WriteParams(out_dir + "/params_" + mode + ".bin", net);
   acc.print("resume ", mode, ": ", acc.step_count(), " steps, scale ", acc.loss_scale());
   acc.wait_for_everyone();
-  return g_failures == 0 ? 0 : 1;
+  return g_failures == 0 ? accel::kExitOk : accel::kExitWorkerFailed;
 }
 
 // The last rank leaves (exit) or stops answering (freeze) after one barrier; rank 0's next
@@ -254,9 +257,9 @@ int Deadline(const std::string& mode) {
   accel::Accelerator acc(o);
   acc.wait_for_everyone();
   if (acc.process_index() == acc.num_processes() - 1) {
-    if (mode == "exit") std::_Exit(0);
+    if (mode == "exit") std::_Exit(accel::kExitOk);
     std::this_thread::sleep_for(std::chrono::seconds(7));
-    return 0;
+    return accel::kExitOk;
   }
   torch::Tensor t = torch::ones({1024});
   const auto start = std::chrono::steady_clock::now();
@@ -283,7 +286,7 @@ int Deadline(const std::string& mode) {
         }
       }(),
       "calls after the failure throw");
-  return g_failures == 0 ? 0 : 1;
+  return g_failures == 0 ? accel::kExitOk : accel::kExitWorkerFailed;
 }
 
 }  // namespace
@@ -291,14 +294,14 @@ int Deadline(const std::string& mode) {
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::cerr << "usage: worker_mp_rank collectives|train|infskip|resume OUT_DIR ...\n";
-    return 2;
+    return accel::kExitUsage;
   }
   const std::string scenario = argv[1];
   const std::string out_dir = argv[2];
   try {
-    const char* rank = std::getenv("RANK");
-    if (rank == nullptr) rank = std::getenv("OMPI_COMM_WORLD_RANK");
-    g_rank = rank != nullptr ? std::atoi(rank) : 0;
+    g_rank = accel::env::GetInt(accel::env::kRank,
+                                accel::env::GetInt("OMPI_COMM_WORLD_RANK", 0).value_or(0))
+                 .value_or(0);
     if (scenario == "collectives") return Collectives();
     if (scenario == "train" && argc == 5) return Train(out_dir, argv[3], std::atoll(argv[4]));
     if (scenario == "infskip") return InfSkip();
@@ -306,8 +309,8 @@ int main(int argc, char** argv) {
     if (scenario == "resume" && argc == 5) return Resume(out_dir, argv[3], argv[4]);
   } catch (const std::exception& e) {
     std::cerr << "rank " << g_rank << " failed: " << e.what() << std::endl;
-    return 1;
+    return accel::kExitWorkerFailed;
   }
   std::cerr << "worker_mp_rank: bad arguments\n";
-  return 2;
+  return accel::kExitUsage;
 }

@@ -23,19 +23,12 @@
 #include "worker/src/accelerator_state.h"
 #include "worker/src/amp/autocast_compat.h"
 #include "worker/src/comm/factory.h"
+#include "worker/src/env.h"
 
 namespace accel {
 namespace {
 
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  long parsed = std::strtol(v, &end, 10);
-  if (end == v || *end != '\0')
-    throw Error("read environment", name, std::string("not an integer: ") + v);
-  return static_cast<int>(parsed);
-}
+using worker::EnvInt;
 
 std::string Join(const std::vector<std::string>& parts) {
   std::string out;
@@ -67,16 +60,6 @@ void ResolveWorld(const Options& o, internal::AcceleratorState& s) {
     throw Error("create accelerator", "",
                 "rank " + std::to_string(s.rank) + " >= world size " + std::to_string(s.world));
   }
-}
-
-// kAuto: NCCL on CUDA; MPI only when MPI formed the world (no RANK/WORLD_SIZE: started by
-// mpirun/srun directly; a worker of `srun accel-launch` inherits PMI_* but gets RANK from the
-// launcher, and must use the launcher's store); else Gloo.
-Backend EffectiveBackend(Backend requested, const c10::Device& device, bool world_from_mpi) {
-  if (requested != Backend::kAuto) return requested;
-  if (device.is_cuda()) return Backend::kNccl;
-  if (world_from_mpi) return Backend::kMpi;
-  return Backend::kGloo;
 }
 
 // Accelerators created in this process: all ranks create them in the same order, so the count
@@ -129,7 +112,7 @@ Accelerator::Accelerator(Options options) : state_(std::make_unique<internal::Ac
   const int group = g_groups.fetch_add(1);
   worker::GroupSpec spec{s.rank, s.world, "pg" + std::to_string(group) + "/",
                          options.connect_timeout};
-  const Backend backend = EffectiveBackend(options.backend, s.device, s.world_from_mpi);
+  const Backend backend = worker::ChooseBackend(options.backend, s.device, s.world_from_mpi);
   if (s.world > 1 && (backend == Backend::kGloo || backend == Backend::kMpi) &&
       s.device.is_cuda()) {
     throw Error(

@@ -10,15 +10,15 @@
 #include <string>
 
 #include "common/env_contract.h"
+#include "common/env_reader.h"
+#include "common/exit_codes.h"
 #include "common/json.h"
 
 namespace accel {
 namespace {
 
-std::string Rank() {
-  const char* rank = std::getenv(env::kRank);
-  return rank != nullptr && *rank != '\0' ? rank : "0";
-}
+// This worker's RANK, 0 when it is unset or not an integer.
+int Rank() { return env::GetInt(env::kRank, 0).value_or(0); }
 
 std::terminate_handler g_previous = nullptr;
 
@@ -40,8 +40,8 @@ std::terminate_handler g_previous = nullptr;
 
 bool RecordError(const std::string& message) noexcept {
   try {
-    const char* path = std::getenv(env::kErrorFile);
-    if (path == nullptr || *path == '\0') return false;
+    const char* path = env::Get(env::kErrorFile);
+    if (path == nullptr) return false;
     const double now =
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     const std::string tmp = std::string(path) + ".tmp";
@@ -50,7 +50,7 @@ bool RecordError(const std::string& message) noexcept {
       char time[32];
       std::snprintf(time, sizeof(time), "%.3f", now);
       out << "{\"message\": " << JsonQuote(message) << ", \"time\": " << time
-          << ", \"rank\": " << std::atoi(Rank().c_str()) << "}\n";
+          << ", \"rank\": " << Rank() << "}\n";
       if (!out.flush()) return false;
     }
     return std::rename(tmp.c_str(), path) == 0;
@@ -64,8 +64,8 @@ int RunWorker(const std::function<int()>& fn) {
     return fn();
   } catch (const std::exception& e) {
     RecordError(e.what());
-    std::fprintf(stderr, "[accel] rank %s: %s\n", Rank().c_str(), e.what());
-    return 1;
+    std::fprintf(stderr, "[accel] rank %d: %s\n", Rank(), e.what());
+    return kExitWorkerFailed;
   }
 }
 

@@ -3,13 +3,13 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "accel/error.h"
 #include "common/env_contract.h"
+#include "common/env_reader.h"
+#include "worker/src/env.h"
 
 namespace accel {
 namespace {
@@ -18,32 +18,6 @@ std::string Lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
-}
-
-const char* Env(const char* name) {
-  const char* value = std::getenv(name);
-  return (value != nullptr && *value != '\0') ? value : nullptr;
-}
-
-int EnvInt(const char* name, int fallback) {
-  const char* value = Env(name);
-  if (value == nullptr) return fallback;
-  errno = 0;
-  char* end = nullptr;
-  long parsed = std::strtol(value, &end, 10);
-  if (errno != 0 || end == value || *end != '\0' || parsed < -1 || parsed > 1 << 30) {
-    throw Error("read environment", name, "not an integer: \"" + std::string(value) + "\"");
-  }
-  return static_cast<int>(parsed);
-}
-
-bool EnvBool(const char* name, bool fallback) {
-  const char* value = Env(name);
-  if (value == nullptr) return fallback;
-  std::string v = Lower(value);
-  if (v == "1" || v == "true" || v == "yes") return true;
-  if (v == "0" || v == "false" || v == "no") return false;
-  throw Error("read environment", name, "not a boolean: \"" + std::string(value) + "\"");
 }
 
 }  // namespace
@@ -92,21 +66,23 @@ const char* ToString(Backend backend) {
 }
 
 Options Options::FromEnv() {
+  using worker::EnvBool;
+  using worker::EnvInt;
   Options o;
   o.rank = EnvInt(env::kRank, o.rank);
   o.local_rank = EnvInt(env::kLocalRank, o.local_rank);
   o.world_size = EnvInt(env::kWorldSize, o.world_size);
   o.local_world_size = EnvInt(env::kLocalWorldSize, o.local_world_size);
-  if (const char* mp = Env(env::kMixedPrecision)) o.mixed_precision = ParseMixedPrecision(mp);
+  if (const char* mp = env::Get(env::kMixedPrecision)) o.mixed_precision = ParseMixedPrecision(mp);
   o.gradient_accumulation_steps =
       EnvInt(env::kGradientAccumulationSteps, o.gradient_accumulation_steps);
   o.cpu = EnvBool(env::kUseCpu, o.cpu);
   o.debug = EnvBool(env::kDebugMode, o.debug);
-  if (const char* backend = Env(env::kBackend)) o.backend = ParseBackend(backend);
-  if (const char* endpoint = Env(env::kStoreEndpoint)) o.store_endpoint = endpoint;
-  if (const char* token = Env(env::kRdzvToken)) o.rdzv_token = token;
-  if (const char* progress = Env(env::kProgressFile)) o.progress_file = progress;
-  const char* run_id = Env(env::kRunId);
+  if (const char* backend = env::Get(env::kBackend)) o.backend = ParseBackend(backend);
+  if (const char* endpoint = env::Get(env::kStoreEndpoint)) o.store_endpoint = endpoint;
+  if (const char* token = env::Get(env::kRdzvToken)) o.rdzv_token = token;
+  if (const char* progress = env::Get(env::kProgressFile)) o.progress_file = progress;
+  const char* run_id = env::Get(env::kRunId);
   o.run_id = run_id != nullptr ? run_id : "";
   return o;
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "common/exit_codes.h"
 #include "tests/testing/launch_util.h"
 
 namespace accel {
@@ -65,7 +66,7 @@ TEST(Train, DefaultConfigTrainsAndLossFallsByHalf) {
   Outcome run =
       RunProgram(kLauncher, "--config_file " ACCEL_SOURCE_DIR "/configs/default_config.yaml " +
                                 kTrain + " " + kSmall + " --steps 150");
-  ASSERT_EQ(run.exit_code, 0) << run.output;
+  ASSERT_EQ(run.exit_code, kExitOk) << run.output;
   EXPECT_NE(run.output.find("fp16"), std::string::npos) << "the fp16 → fp32 notice\n" << run.output;
   double first = JsonNumber(run.output, "first_loss");
   double last = JsonNumber(run.output, "loss");
@@ -77,10 +78,10 @@ TEST(Train, TwoProcessesTimesAccumulationTwoEqualsOneProcessWithFourTimesTheBatc
   Outcome ddp = RunProgram(
       kLauncher, "--use_cpu --num_processes 2 --gradient_accumulation_steps 2 " + kTrain + " " +
                      kSmall + " --batch-size 4 --steps 20 --optimizer sgd");
-  ASSERT_EQ(ddp.exit_code, 0) << ddp.output;
+  ASSERT_EQ(ddp.exit_code, kExitOk) << ddp.output;
   Outcome single = RunProgram(
       kTrain, std::string(kSmall) + " --batch-size 16 --steps 20 --optimizer sgd --grad-accum 1");
-  ASSERT_EQ(single.exit_code, 0) << single.output;
+  ASSERT_EQ(single.exit_code, kExitOk) << single.output;
   EXPECT_EQ(JsonNumber(ddp.output, "world"), 2);
   EXPECT_EQ(JsonNumber(ddp.output, "grad_accum"), 2);
   double a = JsonNumber(ddp.output, "param_checksum");
@@ -93,7 +94,7 @@ TEST(Train, ResumeAfterKillMatchesAnUninterruptedRun) {
   const std::string dir = TempDir("resume");
   const std::string args = std::string(kSmall) + " --steps 400 --save-every 10 --checkpoint-dir ";
   Outcome whole = RunProgram(kTrain, args + dir + "/whole");
-  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  ASSERT_EQ(whole.exit_code, kExitOk) << whole.output;
 
   // Start the same run, SIGKILL it once a checkpoint exists, then resume it.
   const std::string ckpt = dir + "/killed";
@@ -104,11 +105,12 @@ TEST(Train, ResumeAfterKillMatchesAnUninterruptedRun) {
     }
     ::kill(pid, SIGKILL);
   });
-  ASSERT_EQ(killed.exit_code, 128 + SIGKILL) << "the run finished before it could be killed";
+  ASSERT_EQ(killed.exit_code, ExitCodeForSignal(SIGKILL))
+      << "the run finished before it could be killed";
   ASSERT_TRUE(std::filesystem::exists(ckpt));
 
   Outcome resumed = RunProgram(kTrain, args + ckpt + " --resume");
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  ASSERT_EQ(resumed.exit_code, kExitOk) << resumed.output;
   EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
   EXPECT_EQ(JsonNumber(resumed.output, "steps"), 400);
   EXPECT_EQ(JsonNumber(resumed.output, "param_checksum"),
@@ -140,20 +142,20 @@ TEST(Train, ReadsIdxDataAndTrainsTheCnn) {
   Outcome run =
       RunProgram(kTrain, "--data " + dir + "/tiny-images-idx3-ubyte --model cnn" +
                              " --hidden 16 --classes 2 --batch-size 8 --steps 30 --lr 0.01");
-  ASSERT_EQ(run.exit_code, 0) << run.output;
+  ASSERT_EQ(run.exit_code, kExitOk) << run.output;
   EXPECT_LT(JsonNumber(run.output, "loss"), 0.1) << run.output;
   std::filesystem::remove_all(dir);
 }
 
-TEST(Train, BadFlagsAndUnreadableDataExitTwoWithAClearMessage) {
+TEST(Train, BadFlagsAndUnreadableDataAreUsageErrorsWithAClearMessage) {
   Outcome bad = RunProgram(kTrain, "--batch-size zero --frobnicate");
-  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.exit_code, kExitUsage);
   EXPECT_NE(bad.output.find("train.bin: bad value 'zero' for --batch-size"), std::string::npos)
       << bad.output;
   EXPECT_NE(bad.output.find("train.bin: unknown flag --frobnicate"), std::string::npos);
 
   Outcome missing = RunProgram(kTrain, "--data /nonexistent/train-images-idx3-ubyte");
-  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_EQ(missing.exit_code, kExitUsage) << missing.output;
   EXPECT_NE(
       missing.output.find(
           "train.bin: read IDX /nonexistent/train-images-idx3-ubyte: No such file or directory"),

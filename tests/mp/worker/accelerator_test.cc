@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/exit_codes.h"
 #include "rendezvous/grpc/server.h"
 
 namespace {
@@ -28,7 +29,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 struct RankResult {
-  int exit_code = -1;  // 128+N for signal N, -1 when killed at the deadline
+  int exit_code = -1;  // ExitCodeFromWaitStatus; -1 when killed at the deadline
   std::string output;
 };
 
@@ -95,7 +96,7 @@ class WorkerMpTest : public ::testing::Test {
       ::dup2(fd, 1);
       ::dup2(fd, 2);
       ::execve(cargv[0], cargv.data(), cenv.data());
-      ::_exit(127);
+      ::_exit(accel::kExitExecFailed);
     }
     ::close(fd);
     return pid;
@@ -114,7 +115,7 @@ class WorkerMpTest : public ::testing::Test {
         if (::waitpid(pids[i], &status, WNOHANG) == pids[i]) {
           done[i] = true;
           --remaining;
-          results[i].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+          results[i].exit_code = accel::ExitCodeFromWaitStatus(status);
         }
       }
       if (remaining == 0) break;
@@ -138,7 +139,8 @@ class WorkerMpTest : public ::testing::Test {
 
   static void ExpectAllSucceeded(const std::vector<RankResult>& results) {
     for (size_t r = 0; r < results.size(); ++r) {
-      EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << " output:\n" << results[r].output;
+      EXPECT_EQ(results[r].exit_code, accel::kExitOk) << "rank " << r << " output:\n"
+                                                      << results[r].output;
     }
   }
 
@@ -224,7 +226,7 @@ TEST_F(WorkerMpTest, SaveKillLoadResumesBitIdentical) {
   const std::string ckpt = dir_ + "/ckpt";
   ExpectAllSucceeded(RunRanks(2, {"resume", dir_, "full", dir_ + "/ckpt_full"}));
   auto died = RunRanks(2, {"resume", dir_, "save_and_die", ckpt});
-  for (const auto& r : died) EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.output;
+  for (const auto& r : died) EXPECT_EQ(r.exit_code, accel::ExitCodeForSignal(SIGKILL)) << r.output;
   EXPECT_TRUE(fs::exists(ckpt + "/accelerator.pt"));
   EXPECT_FALSE(fs::exists(ckpt + ".tmp"));
   ExpectAllSucceeded(RunRanks(2, {"resume", dir_, "load", ckpt}));
@@ -278,7 +280,7 @@ TEST_F(WorkerMpGrpcTest, WrongTokenFailsWithContext) {
   env["ACCEL_RDZV_TOKEN"] = "wrong";
   auto results = RunRanks(2, {"collectives", dir_}, env, std::chrono::seconds(120));
   for (const auto& r : results) {
-    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_EQ(r.exit_code, accel::kExitWorkerFailed) << r.output;
     EXPECT_NE(r.output.find("UNAUTHENTICATED"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("token is wrong"), std::string::npos) << r.output;
   }

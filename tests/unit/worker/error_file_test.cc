@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "accel/error.h"
+#include "common/exit_codes.h"
 
 namespace accel {
 namespace {
@@ -40,7 +41,7 @@ TEST_F(ErrorFileTest, RunWorkerRecordsTheExceptionAsJson) {
   const int rc = RunWorker([]() -> int {
     throw Error("all-reduce", "bucket 3 (rank 1 of 4)", "deadline \"300 s\" exceeded");
   });
-  EXPECT_EQ(rc, 1);
+  EXPECT_EQ(rc, kExitWorkerFailed);
   const std::string json = Slurp(path_);
   EXPECT_NE(
       json.find(R"("message": "all-reduce bucket 3 (rank 1 of 4): deadline \"300 s\" exceeded")"),

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "accel/error.h"
-#include "common/defaults.h"
 
 namespace accel {
 namespace {
@@ -19,15 +18,6 @@ class ScopedEnv {
  private:
   const char* name_;
 };
-
-// options.h is installed and cannot include common/defaults.h: keep the two in step.
-TEST(OptionsTest, DefaultsMatchCommonDefaults) {
-  const Options o;
-  EXPECT_EQ(o.first_bucket_bytes, defaults::kFirstBucketBytes);
-  EXPECT_EQ(o.bucket_bytes, defaults::kBucketBytes);
-  EXPECT_EQ(o.collective_timeout, defaults::kCollectiveTimeout);
-  EXPECT_EQ(o.connect_timeout, defaults::kCollectiveTimeout);
-}
 
 TEST(OptionsTest, BareEnvironmentIsWorldOfOne) {
   ::unsetenv("RANK");

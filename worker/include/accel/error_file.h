@@ -17,7 +17,7 @@ namespace accel {
 bool RecordError(const std::string& message) noexcept;
 
 // Runs `fn` and returns its result; if it throws, records what() with RecordError, prints
-// "[accel] rank N: <what>" to stderr and returns 1.
+// "[accel] rank N: <what>" to stderr and returns 1 (accel-launch's "a worker failed").
 int RunWorker(const std::function<int()>& fn);
 
 // Installs (once per process) the std::terminate handler described above. Called by Accelerator.

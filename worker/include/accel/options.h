@@ -1,6 +1,7 @@
-// accel::Options: everything an Accelerator needs, as a plain struct with its defaults written
-// here. Options::FromEnv() fills it from the launcher's environment contract
-// (common/env_contract.h); a bare process (no env) is a world of 1.
+// accel::Options: everything an Accelerator needs, as a plain struct whose every default is set
+// here from accel/defaults.h. Options::FromEnv() fills it from the launcher's
+// environment contract (common/env_contract.h); a bare process (no env) is a world
+// of 1.
 #ifndef ACCEL_OPTIONS_H_
 #define ACCEL_OPTIONS_H_
 
@@ -8,6 +9,8 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "accel/defaults.h"
 
 namespace accel {
 
@@ -39,21 +42,21 @@ struct Options {
   std::string store_endpoint;
   std::string rdzv_token;  // ACCEL_RDZV_TOKEN
   std::string run_id;      // TORCHELASTIC_RUN_ID + restart count: the store namespace.
-  std::chrono::milliseconds collective_timeout{300000};
-  std::chrono::milliseconds connect_timeout{300000};
+  std::chrono::milliseconds collective_timeout = defaults::kCollectiveTimeout;
+  std::chrono::milliseconds connect_timeout = defaults::kConnectTimeout;
 
   // DDP buckets: gradients in reverse registration order, first bucket small so communication
   // starts early, the rest large. overlap=false waits for the end of backward (for benchmarks).
-  std::int64_t first_bucket_bytes = 1 << 20;
-  std::int64_t bucket_bytes = 25 << 20;
+  std::int64_t first_bucket_bytes = defaults::kFirstBucketBytes;
+  std::int64_t bucket_bytes = defaults::kBucketBytes;
   bool overlap = true;
 
   // Dynamic loss scaler, matching torch.cuda.amp.GradScaler's defaults.
   LossScaling loss_scaling = LossScaling::kAuto;
-  double init_scale = 65536.0;
-  double growth_factor = 2.0;
-  double backoff_factor = 0.5;
-  int growth_interval = 2000;
+  double init_scale = defaults::kInitScale;
+  double growth_factor = defaults::kGrowthFactor;
+  double backoff_factor = defaults::kBackoffFactor;
+  int growth_interval = defaults::kGrowthInterval;
 
   // ACCEL_PROGRESS_FILE: the optimizer-step counter the launcher polls for hang detection.
   std::string progress_file;

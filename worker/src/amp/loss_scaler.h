@@ -18,13 +18,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "accel/defaults.h"
+
 namespace accel::worker {
 
 struct LossScalerOptions {
-  double init_scale = 65536.0;
-  double growth_factor = 2.0;
-  double backoff_factor = 0.5;
-  int growth_interval = 2000;
+  double init_scale = defaults::kInitScale;
+  double growth_factor = defaults::kGrowthFactor;
+  double backoff_factor = defaults::kBackoffFactor;
+  int growth_interval = defaults::kGrowthInterval;
 };
 
 class LossScaler {

@@ -4,20 +4,16 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <memory>
 #include <string>
 
 #include "accel/error.h"
+#include "common/backend.h"
 #include "common/env_contract.h"
+#include "common/env_reader.h"
 
 namespace accel::worker {
 namespace {
-
-bool HasEnv(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0';
-}
 
 std::string Subject(const GroupSpec& spec) {
   return "rank " + std::to_string(spec.rank) + " of " + std::to_string(spec.size);
@@ -34,27 +30,29 @@ Kv& RequireKv(Kv* kv, const char* backend, const GroupSpec& spec) {
 }  // namespace
 
 bool StartedByMpi() {
-  return HasEnv("OMPI_COMM_WORLD_SIZE") || HasEnv("PMI_SIZE") || HasEnv("PMIX_RANK") ||
-         HasEnv("PMI_RANK");
+  return env::Get("OMPI_COMM_WORLD_SIZE") != nullptr || env::Get("PMI_SIZE") != nullptr ||
+         env::Get("PMIX_RANK") != nullptr || env::Get("PMI_RANK") != nullptr;
+}
+
+Backend ChooseBackend(Backend requested, const c10::Device& device, bool world_from_mpi) {
+  if (requested != Backend::kAuto) return requested;
+  return ParseBackend(std::string(AutoBackend(device.is_cuda(), world_from_mpi)));
 }
 
 std::unique_ptr<Communicator> MakeCommunicator(Backend backend, const c10::Device& device,
                                                const GroupSpec& spec, Kv* kv) {
-  if (backend == Backend::kAuto) {
-    backend = device.is_cuda() ? Backend::kNccl : Backend::kGloo;
-  }
   if (spec.size == 1) return MakeLocalCommunicator();
   switch (backend) {
     case Backend::kGloo:
 #if ACCEL_HAVE_GLOO
     {
-      const char* addr = std::getenv("MASTER_ADDR");
-      const char* local = std::getenv(env::kLocalAddr);
+      const char* addr = env::Get(env::kMasterAddr);
+      const char* local = env::Get(env::kLocalAddr);
       const std::string master = addr != nullptr ? addr : "";
       // Bind where the launcher says the other machines reach us; a job on one machine talks
       // over loopback; otherwise (no launcher) bind to this host's name.
       std::string host = "127.0.0.1";
-      if (local != nullptr && *local != '\0') {
+      if (local != nullptr) {
         host = local;
       } else if (!master.empty() && master != "localhost" && master.rfind("127.", 0) != 0) {
         char name[256] = {};

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "accel/communicator.h"
+#include "accel/defaults.h"
 #include "accel/options.h"
 #include "worker/src/store/kv.h"
 
@@ -20,17 +21,22 @@ struct GroupSpec {
   int rank = 0;
   int size = 1;
   std::string key_prefix;  // unique per group within the store namespace, e.g. "pg0/"
-  std::chrono::milliseconds timeout{300000};
+  std::chrono::milliseconds timeout = defaults::kConnectTimeout;
 };
 
 // Returns true when this process was started by an MPI launcher (OMPI_COMM_WORLD_*, PMI_*,
 // PMIX_RANK) so that MPI_Init can form the world.
 bool StartedByMpi();
 
-// Chooses the backend: an explicit one is honoured (or throws when not compiled in); kAuto picks
-// NCCL for CUDA devices, else Gloo (the Accelerator passes kMpi itself when MPI formed the world).
-// A world of 1 always gets the local communicator (no peers, no store). `kv` may be null for MPI
-// and for a world of 1.
+// Returns `requested` unless it is kAuto; kAuto becomes common/backend.h's AutoBackend: NCCL for a
+// CUDA device, MPI only when MPI formed the world (`world_from_mpi`: no RANK/WORLD_SIZE, started
+// by mpirun/srun directly; a worker of `srun accel-launch` inherits PMI_* but gets RANK from the
+// launcher and must use the launcher's store), else Gloo.
+Backend ChooseBackend(Backend requested, const c10::Device& device, bool world_from_mpi);
+
+// Returns the communicator of `backend` (chosen by ChooseBackend: not kAuto); throws when it is
+// not compiled in. A world of 1 always gets the local communicator (no peers, no store). `kv` may
+// be null for MPI and for a world of 1.
 std::unique_ptr<Communicator> MakeCommunicator(Backend backend, const c10::Device& device,
                                                const GroupSpec& spec, Kv* kv);
 

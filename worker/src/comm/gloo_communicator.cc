@@ -19,7 +19,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -27,6 +26,7 @@
 #include <vector>
 
 #include "accel/error.h"
+#include "common/env_reader.h"
 #include "worker/src/comm/factory.h"
 
 namespace accel::worker {
@@ -231,8 +231,7 @@ class GlooCommunicator : public Communicator {
 std::unique_ptr<Communicator> MakeGlooCommunicator(Kv& kv, const GroupSpec& spec,
                                                    const std::string& hostname) {
   gloo::transport::tcp::attr attr;
-  const char* iface = std::getenv("GLOO_SOCKET_IFNAME");
-  if (iface != nullptr && *iface != '\0') {
+  if (const char* iface = env::Get("GLOO_SOCKET_IFNAME")) {
     attr.iface = iface;
   } else {
     attr.hostname = hostname;

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "accel/communicator.h"
+#include "accel/defaults.h"
 
 namespace torch::autograd {
 struct Node;
@@ -39,10 +40,10 @@ struct Node;
 namespace accel::worker {
 
 struct GradSyncOptions {
-  std::int64_t first_bucket_bytes = 1 << 20;
-  std::int64_t bucket_bytes = 25 << 20;
+  std::int64_t first_bucket_bytes = defaults::kFirstBucketBytes;
+  std::int64_t bucket_bytes = defaults::kBucketBytes;
   bool overlap = true;  // false: launch every bucket in EndBackward (for measuring overlap)
-  std::chrono::milliseconds timeout{300000};
+  std::chrono::milliseconds timeout = defaults::kCollectiveTimeout;
 };
 
 class GradSync {

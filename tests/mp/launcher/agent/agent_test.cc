@@ -12,6 +12,8 @@
 #include <sstream>
 #include <thread>
 
+#include "common/exit_codes.h"
+#include "common/net.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launcher/process/os_util.h"
@@ -62,7 +64,7 @@ TEST_F(LaunchTest, EveryWorkerGetsTheExactEnvironmentContract) {
       {"--num_processes", "2", "--run_id", "envtest", "--max_restarts", "0",
        "--gradient_accumulation_steps", "4", "--mixed_precision", "bf16", "--hang_timeout", "100"},
       {kFake, "--print_env"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, kExitOk) << r.err;
   auto env = EnvByRank(r.out);
   ASSERT_EQ(env.size(), 2u) << r.out;
   const std::regex endpoint(R"(127\.0\.0\.1:\d+)");
@@ -105,7 +107,7 @@ TEST_F(LaunchTest, OneProcessExecsTheWorkerWithoutRendezvous) {
   pid_t launcher_pid = 0;
   RunResult r = Launch({"--num_processes", "1"}, {kFake, "--print_env", "--print_pids"},
                        absl::Seconds(30), [&](pid_t pid) { launcher_pid = pid; });
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, kExitOk) << r.err;
   EXPECT_THAT(r.out, HasSubstr("ENV RANK=0\n"));
   EXPECT_THAT(r.out, HasSubstr("ENV WORLD_SIZE=1\n"));
   EXPECT_THAT(r.out, HasSubstr("ENV ACCEL_STORE_ENDPOINT unset\n"));
@@ -130,7 +132,7 @@ TEST_F(LaunchTest, RootCauseExitCodeErrorFileAndStderrAreReported) {
 TEST_F(LaunchTest, WorkerKilledBySignalFailsTheJob) {
   RunResult r = Launch({"--num_processes", "2"},
                        {kFake, "--fail_rank=0", "--fail_sleep=0.2", "--signal=9", "--sleep=30"});
-  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.exit_code, kExitWorkerFailed) << r.err;
   EXPECT_THAT(r.err, HasSubstr("signal 9 (SIGKILL)"));
   EXPECT_LT(r.elapsed, absl::Seconds(10));
 }
@@ -138,8 +140,8 @@ TEST_F(LaunchTest, WorkerKilledBySignalFailsTheJob) {
 TEST_F(LaunchTest, SigtermIgnoringWorkerIsKilledAfterTheGrace) {
   RunResult r = Launch(
       {"--num_processes", "2", "--shutdown_grace", "1"},
-      {kFake, "--ignore_term", "--fail_rank=0", "--fail_sleep=0.5", "--exit=3", "--sleep=60"});
-  EXPECT_EQ(r.exit_code, 3) << r.err;
+      {kFake, "--ignore_term", "--fail_rank=0", "--fail_sleep=0.5", "--exit=6", "--sleep=60"});
+  EXPECT_EQ(r.exit_code, 6) << r.err;  // the worker's own code
   EXPECT_GE(r.elapsed, absl::Seconds(1.5));
   EXPECT_LT(r.elapsed, absl::Seconds(6));
 }
@@ -160,7 +162,7 @@ TEST_F(LaunchTest, SigkilledLauncherLeavesNoWorkerBehind) {
                          }
                          ::kill(launcher, SIGKILL);
                        });
-  EXPECT_EQ(r.exit_code, 128 + SIGKILL);
+  EXPECT_EQ(r.exit_code, ExitCodeForSignal(SIGKILL));
   ASSERT_EQ(workers.size(), 2u);
   // PR_SET_PDEATHSIG: the orphans die at once and come back to us (subreaper) to be reaped.
   for (pid_t pid : workers) {
@@ -188,7 +190,7 @@ TEST_F(LaunchTest, SigintIsForwardedAndTheExitCodeSaysSo) {
                  ::kill(launcher, SIGINT);
                }).detach();
              });
-  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_EQ(r.exit_code, ExitCodeForSignal(SIGINT)) << r.err;
   EXPECT_LT(r.elapsed, absl::Seconds(10));
   for (int rank = 0; rank < 2; ++rank) {
     EXPECT_FALSE(
@@ -202,14 +204,14 @@ TEST_F(LaunchTest, RestartsIncrementTheRestartCount) {
   RunResult ok = Launch(
       {"--num_processes", "2", "--max_restarts", "2"},
       {kFake, "--print_env=TORCHELASTIC_RESTART_COUNT", "--sleep=0.3", "--fail_until_restart=2"});
-  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.exit_code, kExitOk) << ok.err;
   for (const char* n : {"0", "1", "2"}) {
     EXPECT_THAT(ok.out, HasSubstr(std::string("] ENV TORCHELASTIC_RESTART_COUNT=") + n));
   }
   EXPECT_THAT(ok.out, Not(HasSubstr("TORCHELASTIC_RESTART_COUNT=3")));
   RunResult exhausted =
       Launch({"--num_processes", "2", "--max_restarts", "1"}, {kFake, "--fail_until_restart=5"});
-  EXPECT_EQ(exhausted.exit_code, 1) << exhausted.err;
+  EXPECT_EQ(exhausted.exit_code, kExitWorkerFailed) << exhausted.err;
   EXPECT_THAT(exhausted.err, HasSubstr("worker failed (attempt 1)"));
 }
 
@@ -217,7 +219,7 @@ TEST_F(LaunchTest, HangTimeoutNamesTheStalledRanksAndStopsTheJob) {
   RunResult r =
       Launch({"--num_processes", "2", "--hang_timeout", "1", "--monitor_interval", "0.05"},
              {kFake, "--progress=5", "--sleep=60"});
-  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.exit_code, kExitWorkerFailed) << r.err;
   EXPECT_THAT(r.err, HasSubstr("hang detected"));
   EXPECT_THAT(r.err, HasSubstr("rank 0: hang: no progress for"));
   EXPECT_THAT(r.err, HasSubstr("rank 1: hang: no progress for"));
@@ -231,7 +233,7 @@ TEST_F(LaunchTest, WhatAWorkerLeavesInItsProcessGroupIsKilled) {
   RunResult r = Launch(
       {"--num_processes", "2"},
       {"/bin/sh", "-c", "sleep 60 & echo child=$!; sleep 60 >/dev/null 2>&1 & echo child=$!"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, kExitOk) << r.err;
   EXPECT_LT(r.elapsed, absl::Seconds(1.5));  // the sleeps did not hold the output pipes open
   for (const std::string& line : LinesWith(r.out, "[rank ")) {
     const pid_t child = std::atoi(line.substr(line.find("child=") + 6).c_str());
@@ -250,7 +252,7 @@ TEST_F(LaunchTest, WhatAWorkerLeavesInItsProcessGroupIsKilled) {
 
 TEST_F(LaunchTest, WorkersReadEndOfFileFromStdin) {
   RunResult r = Launch({"--num_processes", "2"}, {"/bin/sh", "-c", "read line; echo read=$?"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, kExitOk) << r.err;
   EXPECT_THAT(r.out, HasSubstr("[rank 0] read=1\n"));
   EXPECT_THAT(r.out, HasSubstr("[rank 1] read=1\n"));
 }
@@ -258,7 +260,7 @@ TEST_F(LaunchTest, WorkersReadEndOfFileFromStdin) {
 TEST_F(LaunchTest, LogDirTeeAndRanksFilter) {
   RunResult quiet = Launch({"--num_processes", "2", "--log_dir", dir_, "--run_id", "logs"},
                            {kFake, "--lines=2:10", "--stderr=warn"});
-  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  ASSERT_EQ(quiet.exit_code, kExitOk) << quiet.err;
   EXPECT_THAT(quiet.out, Not(HasSubstr("[rank")));  // files only
   EXPECT_EQ(ReadFile(dir_ + "/logs/attempt_0/rank_1/stdout.log"),
             "rank 1 line 0 \nrank 1 line 1 \n");
@@ -267,7 +269,7 @@ TEST_F(LaunchTest, LogDirTeeAndRanksFilter) {
   RunResult tee = Launch({"--num_processes", "2", "--log_dir", dir_, "--run_id", "tee", "--tee",
                           "--ranks_filter", "1"},
                          {kFake, "--lines=2:10"});
-  ASSERT_EQ(tee.exit_code, 0) << tee.err;
+  ASSERT_EQ(tee.exit_code, kExitOk) << tee.err;
   EXPECT_EQ(tee.out, "[rank 1] rank 1 line 0 \n[rank 1] rank 1 line 1 \n");
   EXPECT_EQ(ReadFile(dir_ + "/tee/attempt_0/rank_0/stdout.log"),
             "rank 0 line 0 \nrank 0 line 1 \n");
@@ -275,7 +277,7 @@ TEST_F(LaunchTest, LogDirTeeAndRanksFilter) {
 
 TEST_F(LaunchTest, LinesFromManyRanksNeverInterleave) {
   RunResult r = Launch({"--num_processes", "4"}, {kFake, "--lines=2000:300"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, kExitOk) << r.err;
   const std::regex line(R"(\[rank (\d)\] rank (\d) line \d+ x+)");
   int count = 0;
   for (absl::string_view l : absl::StrSplit(r.out, '\n', absl::SkipEmpty())) {
@@ -302,23 +304,23 @@ TEST_F(LaunchTest, WorkersInheritNoDescriptorOfTheLauncher) {
   std::string want = "FDS";
   for (int fd : expected) want += " " + std::to_string(fd);
   RunResult r = Launch({"--num_processes", "2"}, {kFake, "--list_fds"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, kExitOk) << r.err;
   EXPECT_THAT(r.out, HasSubstr("[rank 0] " + want + "\n"));
   EXPECT_THAT(r.out, HasSubstr("[rank 1] " + want + "\n"));
 }
 
 TEST_F(LaunchTest, MissingProgramIsAClearErrorBeforeAnythingStarts) {
   RunResult r = Launch({"--num_processes", "2"}, {dir_ + "/no_such_train.bin"});
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, kExitUsage);
   EXPECT_THAT(r.err, HasSubstr("resolve program " + dir_ + "/no_such_train.bin: No such file"));
   RunResult path = Launch({"--num_processes", "2"}, {"no_such_program_on_path"});
-  EXPECT_EQ(path.exit_code, 2);
+  EXPECT_EQ(path.exit_code, kExitUsage);
   EXPECT_THAT(path.err, HasSubstr("no_such_program_on_path"));
 }
 
-TEST_F(LaunchTest, RendezvousTimeoutIsExitCodeThreeAndNamesTheMissingMachine) {
+TEST_F(LaunchTest, RendezvousTimeoutIsARendezvousFailureAndNamesTheMissingMachine) {
   // Machine 0 of a two-machine job whose machine 1 never comes.
-  auto port = launcher::PickFreePort("127.0.0.1");
+  auto port = PickFreePort("127.0.0.1");
   ASSERT_TRUE(port.ok()) << port.status();
   const std::string endpoint = "127.0.0.1:" + std::to_string(*port);
   RunResult r = RunCommand(
@@ -326,7 +328,7 @@ TEST_F(LaunchTest, RendezvousTimeoutIsExitCodeThreeAndNamesTheMissingMachine) {
        "--main_process_ip=127.0.0.1", "--main_process_port=" + std::to_string(*port),
        "--rdzv_timeout=1", kFake, "--pid_dir=" + dir_},
       {}, absl::Seconds(30));
-  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(r.exit_code, kExitRendezvous) << r.err;
   EXPECT_THAT(r.err, HasSubstr("join rendezvous at " + endpoint));
   EXPECT_THAT(r.err, HasSubstr("missing machine_rank 1"));
   EXPECT_LT(r.elapsed, absl::Seconds(10));
@@ -336,7 +338,7 @@ TEST_F(LaunchTest, RendezvousTimeoutIsExitCodeThreeAndNamesTheMissingMachine) {
 TEST_F(LaunchTest, DryRunPrintsThePlanAndStartsNothing) {
   RunResult r = Launch({"--num_processes", "2", "--dry_run", "--gradient_accumulation_steps", "2"},
                        {kFake, "--pid_dir=" + dir_});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, kExitOk) << r.err;
   EXPECT_THAT(r.out, HasSubstr("processes/machine:   2 (world size 2)"));
   EXPECT_THAT(r.out, HasSubstr("accumulation steps:  2"));
   EXPECT_THAT(r.out, HasSubstr("rendezvous:          127.0.0.1"));
@@ -346,14 +348,14 @@ TEST_F(LaunchTest, DryRunPrintsThePlanAndStartsNothing) {
 TEST_F(LaunchTest, UnmodifiedTorchDistributedScriptRuns) {
   if (::access("/usr/bin/python3", X_OK) != 0 ||
       RunCommand({"/usr/bin/python3", "-c", "import torch.distributed"}, {}, absl::Seconds(60))
-              .exit_code != 0) {
+              .exit_code != kExitOk) {
     GTEST_SKIP() << "Debian's python3-torch is not installed (/usr/bin/python3 -c 'import torch')";
   }
   RunResult r =
       Launch({"--num_processes", "2"},
              {"/usr/bin/python3", std::string(ACCEL_SOURCE_DIR) + "/tests/testing/torch_gloo.py"},
              absl::Seconds(120));
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, kExitOk) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("[rank 0] torch_gloo rank 0/2 local 0 all_reduce 3 expected 3"));
   EXPECT_THAT(r.out, HasSubstr("[rank 1] torch_gloo rank 1/2 local 1 all_reduce 3 expected 3"));
 }

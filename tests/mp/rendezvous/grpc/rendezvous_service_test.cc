@@ -10,6 +10,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "common/exit_codes.h"
 #include "rendezvous/grpc/server.h"
 #include "tests/testing/rdzv_process.h"
 
@@ -82,7 +83,7 @@ TEST_P(RandomOrderTest, AllMachinesJoinWithPrefixSumRanks) {
     EXPECT_THAT(line,
                 HasSubstr(absl::StrCat("store=", server->endpoint(), " ns=run/0 machines=", n)));
     EXPECT_EQ(agents[rank]->WaitForLine("KV_OK", deadline), absl::StrCat("KV_OK peers=", n));
-    EXPECT_EQ(agents[rank]->Wait(deadline), 0) << agents[rank]->output();
+    EXPECT_EQ(agents[rank]->Wait(deadline), kExitOk) << agents[rank]->output();
   }
 }
 
@@ -125,7 +126,7 @@ TEST(RendezvousMpTest, DuplicateRankIsRefusedNamingBothMachines) {
                 ": join rendezvous run_id=run: duplicate machine_rank 1: machine_rank 1 (host "
                 "node-c, address 127.0.0.1) and machine_rank 1 (host node-b, address 127.0.0.1) "
                 "both joined; give each machine its own machine_rank");
-  EXPECT_EQ(second->Wait(absl::Now() + absl::Seconds(10)), 3);
+  EXPECT_EQ(second->Wait(absl::Now() + absl::Seconds(10)), kExitRendezvous);
 }
 
 TEST(RendezvousMpTest, MissingMachineTimeoutNamesItOnEveryWaitingMachine) {
@@ -225,7 +226,7 @@ TEST(RendezvousMpTest, DoneReachesEveryAgent) {
   for (auto& agent : agents) {
     EXPECT_THAT(agent->WaitForLine("EVENT", deadline), StartsWith("EVENT kind=done"))
         << agent->output();
-    EXPECT_EQ(agent->Wait(deadline), 0);
+    EXPECT_EQ(agent->Wait(deadline), kExitOk);
   }
 }
 

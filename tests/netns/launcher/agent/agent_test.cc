@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/exit_codes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launcher/process/os_util.h"
@@ -111,7 +112,7 @@ TEST_F(NetnsTest, EveryRankSeesItsRankAndTheWorldSize) {
       RunBoth({kFake, "--print_env=RANK,LOCAL_RANK,WORLD_SIZE,GROUP_RANK,MASTER_ADDR"}, 29561);
   for (int m = 0; m < 2; ++m) {
     SCOPED_TRACE("machine " + std::to_string(m));
-    ASSERT_EQ(results[m].exit_code, 0) << results[m].err;
+    ASSERT_EQ(results[m].exit_code, kExitOk) << results[m].err;
     auto env = EnvByRank(results[m].out);
     ASSERT_EQ(env.size(), 2u) << results[m].out;
     for (int local = 0; local < 2; ++local) {
@@ -151,7 +152,7 @@ TEST_F(NetnsTest, KilledWorkerOnMachineOneStopsBothMachinesFast) {
   const std::regex root(R"(root cause\s+1\s+\S+\s+3\s)");
   for (int m = 0; m < 2; ++m) {
     SCOPED_TRACE("machine " + std::to_string(m));
-    EXPECT_NE(results[m].exit_code, 0) << results[m].err;
+    EXPECT_NE(results[m].exit_code, kExitOk) << results[m].err;
     EXPECT_FALSE(results[m].timed_out);
     EXPECT_THAT(results[m].err, HasSubstr("signal 9 (SIGKILL)"));
     EXPECT_TRUE(std::regex_search(results[m].err, root)) << results[m].err;
@@ -182,8 +183,8 @@ TEST_F(NetnsTest, InterruptedLauncherOnMachineZeroStopsMachineOne) {
     sent_at = absl::Now();
     if (launcher0 > 1) ::kill(launcher0, SIGTERM);
   });
-  EXPECT_EQ(results[0].exit_code, 128 + SIGTERM) << results[0].err;
-  EXPECT_NE(results[1].exit_code, 0) << results[1].err;
+  EXPECT_EQ(results[0].exit_code, ExitCodeForSignal(SIGTERM)) << results[0].err;
+  EXPECT_NE(results[1].exit_code, kExitOk) << results[1].err;
   EXPECT_THAT(results[1].err, HasSubstr("launcher on machine 0 interrupted by signal 15"));
   EXPECT_LT(absl::Now() - sent_at, absl::Seconds(10));
 }
@@ -209,7 +210,7 @@ TEST_F(NetnsTest, FailureWithRestartsLeftRestartsEveryMachine) {
                          29563, nullptr, {"--max_restarts", "1"});
   for (int m = 0; m < 2; ++m) {
     SCOPED_TRACE("machine " + std::to_string(m));
-    EXPECT_EQ(results[m].exit_code, 0) << results[m].err;
+    EXPECT_EQ(results[m].exit_code, kExitOk) << results[m].err;
     EXPECT_THAT(results[m].out, HasSubstr("ENV TORCHELASTIC_RESTART_COUNT=1"));
     EXPECT_THAT(results[m].err, HasSubstr("restarting: attempt 1"));
   }

@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "common/exit_codes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fake_rendezvous_client.h"
@@ -120,7 +121,7 @@ TEST_F(AgentRendezvousTest, RestartAndServerLostEvents) {
   lost.kind = Event::Kind::kServerLost;
   lost.root_cause.message = "stream broken";
   ASSERT_TRUE(fake_->Deliver(lost));
-  EXPECT_EQ(agent_->RemoteExitCode(), 3);
+  EXPECT_EQ(agent_->RemoteExitCode(), kExitRendezvous);
   EXPECT_THAT(abort_->reason(), HasSubstr("stream broken"));
 }
 

@@ -2,7 +2,12 @@
 #include "launcher/cli/cli.h"
 
 #include <sstream>
+#include <string>
 
+#include "absl/strings/str_cat.h"
+#include "common/defaults.h"
+#include "common/exit_codes.h"
+#include "common/seconds.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launcher/config/loader.h"
@@ -36,7 +41,7 @@ class CliTest : public ::testing::Test {
     };
     context.run_agent = [this](const LaunchRequest& request) {
       requests_.push_back(request);
-      return 0;
+      return kExitOk;
     };
     return RunCli(args, context);
   }
@@ -49,7 +54,8 @@ class CliTest : public ::testing::Test {
 };
 
 TEST_F(CliTest, ProgramAndItsArgumentsPassThrough) {
-  ASSERT_EQ(Run({"--num_processes", "2", "--cpu", "./train.bin", "--num_processes", "9", "-v"}), 0)
+  ASSERT_EQ(Run({"--num_processes", "2", "--cpu", "./train.bin", "--num_processes", "9", "-v"}),
+            kExitOk)
       << err_.str();
   ASSERT_EQ(requests_.size(), 1u);
   const LaunchRequest& r = requests_[0];
@@ -83,9 +89,9 @@ TEST_F(CliTest, LaunchSubcommandDashesAndBooleanForms) {
 }
 
 TEST_F(CliTest, LastFormWins) {
-  ASSERT_EQ(Run({"--use_cpu", "--use-cpu=false", "p"}), 0);
+  ASSERT_EQ(Run({"--use_cpu", "--use-cpu=false", "p"}), kExitOk);
   EXPECT_FALSE(requests_.at(0).config.use_cpu);
-  ASSERT_EQ(Run({"--no-use_cpu", "--cpu", "p"}), 0);
+  ASSERT_EQ(Run({"--no-use_cpu", "--cpu", "p"}), kExitOk);
   EXPECT_TRUE(requests_.at(1).config.use_cpu);
   ASSERT_EQ(Run({"--num_processes", "2", "--num-processes=3", "--config_file", "/nonexistent",
                  "--config_file", "/dev/null", "p"}),
@@ -96,24 +102,24 @@ TEST_F(CliTest, LastFormWins) {
 }
 
 TEST_F(CliTest, UnknownOptionSuggestsAndLaunchesNothing) {
-  EXPECT_EQ(Run({"--num_proceses", "2", "p"}), 2);
+  EXPECT_EQ(Run({"--num_proceses", "2", "p"}), kExitUsage);
   EXPECT_EQ(err_.str(),
             "accel-launch: unknown option '--num_proceses'; did you mean '--num_processes'? "
             "(see `accel-launch launch --help`)\n");
   EXPECT_TRUE(requests_.empty());
   // Even when the program's own arguments contain "--".
-  EXPECT_EQ(Run({"--num_processes", "2", "--bogus", "prog", "--", "x"}), 2);
+  EXPECT_EQ(Run({"--num_processes", "2", "--bogus", "prog", "--", "x"}), kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("unknown option '--bogus'"));
-  EXPECT_EQ(Run({"---", "prog"}), 2);
+  EXPECT_EQ(Run({"---", "prog"}), kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("unknown option '---'"));
   // After "--", a word starting with '-' is the program.
-  EXPECT_EQ(Run({"--", "-prog", "x"}), 0) << err_.str();
+  EXPECT_EQ(Run({"--", "-prog", "x"}), kExitOk) << err_.str();
   EXPECT_EQ(requests_.at(0).argv, (std::vector<std::string>{"-prog", "x"}));
 }
 
-TEST_F(CliTest, InvalidConfigExitsTwoWithAllProblems) {
+TEST_F(CliTest, InvalidConfigIsAUsageErrorWithAllProblems) {
   const std::string file = home_.Write("bad.yaml", "num_processes:3\nnum_machines: 2\n");
-  EXPECT_EQ(Run({"--config_file", file, "--machine_rank", "5", "p"}), 2);
+  EXPECT_EQ(Run({"--config_file", file, "--machine_rank", "5", "p"}), kExitUsage);
   EXPECT_TRUE(requests_.empty());
   // File positions first, in order; then the rest.
   EXPECT_EQ(err_.str(),
@@ -133,7 +139,9 @@ TEST_F(CliTest, InvalidConfigExitsTwoWithAllProblems) {
                 "              ^\n" +
                 file +
                 ":2:15: main_process_port 0 (a free port) only works on one machine; choose a "
-                "port that every machine can reach, e.g. 29500\n"
+                "port that every machine can reach, e.g. " +
+                std::to_string(defaults::kMainProcessPort) +
+                "\n"
                 "num_machines: 2\n"
                 "              ^\n"
                 "--machine_rank 5: machine_rank 5 is out of range: it must be less than "
@@ -142,68 +150,72 @@ TEST_F(CliTest, InvalidConfigExitsTwoWithAllProblems) {
 }
 
 TEST_F(CliTest, NoProgramIsAUsageError) {
-  EXPECT_EQ(Run({"launch", "--num_processes", "2"}), 2);
+  EXPECT_EQ(Run({"launch", "--num_processes", "2"}), kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("no program to launch"));
-  EXPECT_EQ(Run({}), 2);
+  EXPECT_EQ(Run({}), kExitUsage);
 }
 
 TEST_F(CliTest, HelpListsEveryKeyAsAFlag) {
-  EXPECT_EQ(Run({"launch", "--help"}), 0);
+  EXPECT_EQ(Run({"launch", "--help"}), kExitOk);
   EXPECT_THAT(out_.str(), HasSubstr("--num_processes"));
   EXPECT_THAT(out_.str(), HasSubstr("--gradient_accumulation_steps"));
   EXPECT_THAT(out_.str(), HasSubstr("--no-use_cpu"));
-  EXPECT_EQ(Run({"--version"}), 0);
+  EXPECT_EQ(Run({"--version"}), kExitOk);
   EXPECT_THAT(out_.str(), HasSubstr("accel-launch 0."));
 }
 
 TEST_F(CliTest, ValidatePrintsOkAndTheResolvedConfig) {
   const std::string file = home_.Write("c.yaml", "num_processes: 2\nmixed_precision: fp16\n");
-  EXPECT_EQ(Run({"config", "validate", "--config_file", file}, {{"ACCEL_MAX_RESTARTS", "3"}}), 0)
+  EXPECT_EQ(Run({"config", "validate", "--config_file", file}, {{"ACCEL_MAX_RESTARTS", "3"}}),
+            kExitOk)
       << err_.str();
   EXPECT_THAT(out_.str(), HasSubstr("ok: " + file + "\n"));
   EXPECT_THAT(out_.str(), HasSubstr("  num_processes: 2  # " + file + ":1\n"));
   EXPECT_THAT(out_.str(), HasSubstr("  mixed_precision: fp16  # " + file + ":2\n"));
   EXPECT_THAT(out_.str(), HasSubstr("  max_restarts: 3  # ACCEL_MAX_RESTARTS=3\n"));
-  EXPECT_THAT(out_.str(), HasSubstr("  rdzv_timeout: 900  # default\n"));
+  EXPECT_THAT(out_.str(),
+              HasSubstr(absl::StrCat("  rdzv_timeout: ", ToSeconds(defaults::kRdzvTimeout),
+                                     "  # default\n")));
 }
 
-TEST_F(CliTest, ValidateReportsProblemsWithExitTwo) {
+TEST_F(CliTest, ValidateReportsProblemsAsAUsageError) {
   const std::string file = home_.Write("c.yaml", "num_processes: -2\n");
-  EXPECT_EQ(Run({"config", "validate", "--config_file", file}), 2);
+  EXPECT_EQ(Run({"config", "validate", "--config_file", file}), kExitUsage);
   EXPECT_EQ(out_.str(), "");
   EXPECT_THAT(err_.str(), HasSubstr(file + ":1:16: num_processes must be at least 1, got -2\n"));
   EXPECT_THAT(err_.str(), HasSubstr("1 problem in the configuration; nothing would be launched"));
-  EXPECT_EQ(Run({"config", "validate", "prog"}), 2);
+  EXPECT_EQ(Run({"config", "validate", "prog"}), kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("unexpected argument 'prog'"));
 }
 
 TEST_F(CliTest, ConfigDefaultWritesAFileTheLoaderAccepts) {
   const std::string path = home_.path() + "/out/default.yaml";
-  EXPECT_EQ(Run({"config", "default", "--config_file", path}), 0) << err_.str();
+  EXPECT_EQ(Run({"config", "default", "--config_file", path}), kExitOk) << err_.str();
   EXPECT_EQ(out_.str(), "accel-launch: configuration saved at " + path + "\n");
   const std::string text = testing::ReadFile(path);
   EXPECT_THAT(text, HasSubstr("use_cpu: true\n"));
   EXPECT_THAT(text, HasSubstr("mixed_precision: 'no'\n"));
-  EXPECT_EQ(Run({"config", "validate", "--config_file", path}), 0) << err_.str();
+  EXPECT_EQ(Run({"config", "validate", "--config_file", path}), kExitOk) << err_.str();
 }
 
 TEST_F(CliTest, ConfigWritesToAcceleratesDefaultPath) {
   in_.str("\n\n\n\n\n");  // defaults: this machine, no distributed training, no, 1, no
-  EXPECT_EQ(Run({"config"}, {{"HF_HOME", home_.path() + "/hf"}}), 0) << err_.str();
+  EXPECT_EQ(Run({"config"}, {{"HF_HOME", home_.path() + "/hf"}}), kExitOk) << err_.str();
   const std::string path = home_.path() + "/hf/accelerate/default_config.yaml";
   EXPECT_THAT(out_.str(), HasSubstr("accel-launch: configuration saved at " + path + "\n"));
   // Lookup finds it.
-  EXPECT_EQ(Run({"config", "validate"}, {{"HF_HOME", home_.path() + "/hf"}}), 0) << err_.str();
+  EXPECT_EQ(Run({"config", "validate"}, {{"HF_HOME", home_.path() + "/hf"}}), kExitOk)
+      << err_.str();
   EXPECT_THAT(out_.str(), HasSubstr("ok: " + path + "\n"));
 }
 
 TEST_F(CliTest, EnvWithoutGpuSaysSoAndExitsZero) {
-  EXPECT_EQ(Run({"env"}), 0);
+  EXPECT_EQ(Run({"env"}), kExitOk);
   EXPECT_THAT(out_.str(),
               HasSubstr("GPUs: no GPU (cuInit: CUDA driver version is insufficient)\n"));
   EXPECT_THAT(out_.str(), HasSubstr("accel-launch version: "));
   EXPECT_THAT(out_.str(), HasSubstr("Config file: none (defaults for this machine)\n"));
-  EXPECT_EQ(Run({"env", "--json"}), 0);
+  EXPECT_EQ(Run({"env", "--json"}), kExitOk);
   EXPECT_THAT(out_.str(), HasSubstr("\"gpus\": [], \"gpu_error\": \"cuInit: CUDA driver version "
                                     "is insufficient\""));
 }

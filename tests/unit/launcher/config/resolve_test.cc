@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "common/defaults.h"
+#include "common/seconds.h"
 #include "gtest/gtest.h"
 #include "tests/testing/config_test_util.h"
 
@@ -90,11 +92,11 @@ TEST(ConfigResolveTest, CommandLineBeatsEnvironmentBeatsFile) {
   ResolvedConfig r = ResolveConfig(options);
   EXPECT_TRUE(r.problems.empty()) << FormatDiagnostics(r.problems);
   EXPECT_EQ(r.path, file);
-  EXPECT_EQ(r.config.num_processes, 4);                        // file
-  EXPECT_EQ(r.config.mixed_precision, MixedPrecision::kBf16);  // env over file
-  EXPECT_EQ(r.config.gradient_accumulation_steps, 5);          // flag over env
-  EXPECT_EQ(r.config.max_restarts, 1);                         // file
-  EXPECT_EQ(r.config.rdzv_timeout_s, 900);                     // default
+  EXPECT_EQ(r.config.num_processes, 4);                                   // file
+  EXPECT_EQ(r.config.mixed_precision, MixedPrecision::kBf16);             // env over file
+  EXPECT_EQ(r.config.gradient_accumulation_steps, 5);                     // flag over env
+  EXPECT_EQ(r.config.max_restarts, 1);                                    // file
+  EXPECT_EQ(r.config.rdzv_timeout_s, ToSeconds(defaults::kRdzvTimeout));  // default
   EXPECT_EQ(DescribeOrigin(r.sources["num_processes"]), file + ":1");
   EXPECT_EQ(DescribeOrigin(r.sources["mixed_precision"]), "ACCEL_MIXED_PRECISION=bf16");
   EXPECT_EQ(DescribeOrigin(r.sources["gradient_accumulation_steps"]),

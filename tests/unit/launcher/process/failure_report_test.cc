@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/exit_codes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launcher/process/hang.h"
@@ -52,7 +53,7 @@ TEST(FailureReportTest, RootCauseIsTheEarliestAndSetsTheExitCode) {
   SortRootCauseFirst(&failures);
   EXPECT_EQ(failures[0].rank, 3);
   EXPECT_EQ(ExitCodeFor(failures[0]), 7);
-  EXPECT_EQ(ExitCodeFor(failures[1]), 1);  // killed by a signal
+  EXPECT_EQ(ExitCodeFor(failures[1]), kExitWorkerFailed);  // killed by a signal
   const std::string report = FormatFailureReport(failures, "title");
   EXPECT_THAT(report, HasSubstr("root cause"));
   EXPECT_LT(report.find("111"), report.find("222"));

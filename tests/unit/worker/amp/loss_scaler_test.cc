@@ -60,7 +60,8 @@ TEST(LossScalerTest, MatchesRecordedGradScalerSequence) {
 TEST(LossScalerTest, DefaultsGrowAfter2000CleanStepsAndBackOff) {
   // /usr/bin/python3 tests/testing/gradscaler_sequence.py defaults:
   //   1999 - 1 65536.0 1999 / 2000 - 1 131072.0 0 / 2001 inf 0 65536.0 0 / 2002 - 1 65536.0 1
-  LossScaler scaler({65536.0, 2.0, 0.5, 2000}, c10::Device(c10::kCPU));
+  // Our defaults (accel/defaults.h) must reproduce GradScaler's.
+  LossScaler scaler(LossScalerOptions{}, c10::Device(c10::kCPU));
   for (int step = 1; step <= 1999; ++step) ASSERT_TRUE(Step(scaler, "-"));
   EXPECT_EQ(scaler.scale(), 65536.0);
   EXPECT_EQ(scaler.growth_tracker(), 1999);

@@ -1,0 +1,42 @@
+#include "common/net.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/unique_fd.h"
+
+namespace accel {
+
+absl::StatusOr<int> PickFreePort(const std::string& host) {
+  const bool v6 = host.find(':') != std::string::npos;
+  UniqueFd fd(::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return absl::ErrnoToStatus(errno, "pick free port: socket");
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  if (v6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&storage);
+    a->sin6_family = AF_INET6;
+    if (::inet_pton(AF_INET6, host.c_str(), &a->sin6_addr) != 1) a->sin6_addr = in6addr_any;
+    length = sizeof(sockaddr_in6);
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in*>(&storage);
+    a->sin_family = AF_INET;
+    if (::inet_pton(AF_INET, host.c_str(), &a->sin_addr) != 1) a->sin_addr.s_addr = INADDR_ANY;
+    length = sizeof(sockaddr_in);
+  }
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&storage), length) != 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("pick free port: bind ", host, ":0"));
+  }
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&storage), &length) != 0) {
+    return absl::ErrnoToStatus(errno, "pick free port: getsockname");
+  }
+  return v6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port)
+            : ntohs(reinterpret_cast<sockaddr_in*>(&storage)->sin_port);
+}
+
+}  // namespace accel

@@ -1,0 +1,21 @@
+// PickFreePort: a TCP port for a server that cannot bind port 0 itself (MASTER_PORT for torch
+// scripts, a single process's job).
+#ifndef ACCEL_COMMON_NET_H_
+#define ACCEL_COMMON_NET_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace accel {
+
+// Returns a TCP port that was free on `host` a moment ago: binds port 0 there, reads the port the
+// kernel chose and closes the socket (another process may take it before the caller binds it).
+// `host` is an IPv4 or IPv6 (contains ':') address; "" or a name that is not an address means
+// every address. Errors: socket(2)/bind(2)'s errno, e.g. "pick free port: bind 10.0.0.9:0: Cannot
+// assign requested address".
+absl::StatusOr<int> PickFreePort(const std::string& host);
+
+}  // namespace accel
+
+#endif  // ACCEL_COMMON_NET_H_

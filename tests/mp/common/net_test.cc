@@ -1,0 +1,48 @@
+// PickFreePort with real sockets: the port it returns can be bound at once.
+#include "common/net.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "common/unique_fd.h"
+#include "gtest/gtest.h"
+
+namespace accel {
+namespace {
+
+// Returns whether a TCP socket can bind `port` on IPv4 address `host`.
+bool CanBind(const char* host, int port) {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, host, &addr.sin_addr);
+  return fd && ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+}
+
+TEST(PickFreePortTest, ReturnsAPortThatCanBeBound) {
+  absl::StatusOr<int> port = PickFreePort("127.0.0.1");
+  ASSERT_TRUE(port.ok()) << port.status();
+  EXPECT_GT(*port, 0);
+  EXPECT_LE(*port, 65535);
+  EXPECT_TRUE(CanBind("127.0.0.1", *port));
+}
+
+TEST(PickFreePortTest, AnEmptyHostOrANameMeansEveryAddress) {
+  for (const char* host : {"", "0.0.0.0", "not-an-address"}) {
+    absl::StatusOr<int> port = PickFreePort(host);
+    ASSERT_TRUE(port.ok()) << host << ": " << port.status();
+    EXPECT_TRUE(CanBind("0.0.0.0", *port)) << host;
+  }
+}
+
+TEST(PickFreePortTest, AnAddressOfAnotherMachineIsAClearError) {
+  absl::StatusOr<int> port = PickFreePort("192.0.2.1");  // TEST-NET-1: never local
+  ASSERT_FALSE(port.ok());
+  EXPECT_EQ(port.status().message(),
+            "pick free port: bind 192.0.2.1:0: Cannot assign requested address");
+}
+
+}  // namespace
+}  // namespace accel
