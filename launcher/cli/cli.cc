@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/exit_codes.h"
+#include "common/logging.h"
 #include "common/version.h"
 #include "launcher/cli/flags.h"
 #include "launcher/commands/env_report.h"
@@ -59,7 +60,7 @@ ResolvedConfig Resolve(const LaunchArgs& args, const CliContext& context) {
 // Prints notices; with problems prints them all and returns false.
 bool Report(const ResolvedConfig& resolved, const CliContext& context, absl::string_view what) {
   for (const std::string& notice : resolved.notices) {
-    *context.err << "[accel-launch] " << notice << "\n";
+    *context.err << kLogPrefix << notice << "\n";
   }
   if (resolved.problems.empty()) return true;
   *context.err << FormatDiagnostics(resolved.problems)

@@ -1,7 +1,10 @@
-// Test helper: whole-file reads. Standard library only.
+// Test helpers for files: whole-file reads and a temporary directory. Standard library only.
 #ifndef ACCEL_TESTS_TESTING_FILES_H_
 #define ACCEL_TESTS_TESTING_FILES_H_
 
+#include <stdlib.h>
+
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -15,6 +18,35 @@ inline std::string ReadFile(const std::string& path) {
   text << in.rdbuf();
   return text.str();
 }
+
+// A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = getenv("TMPDIR");
+    std::string pattern = std::string(base != nullptr ? base : "/tmp") + "/accel_test_XXXXXX";
+    path_ = mkdtemp(pattern.data()) != nullptr ? pattern : "";
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+
+  // Writes `text` to path()/relative, creating directories; returns the full path.
+  std::string Write(const std::string& relative, const std::string& text) const {
+    const std::filesystem::path full = std::filesystem::path(path_) / relative;
+    std::filesystem::create_directories(full.parent_path());
+    std::ofstream(full) << text;
+    return full.string();
+  }
+
+ private:
+  std::string path_;
+};
 
 }  // namespace accel::testing
 

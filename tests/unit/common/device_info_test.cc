@@ -1,4 +1,5 @@
-// `accel-launch env` facts on the machine the tests run on, and the report's wording.
+// Device and library probing on the machine the tests run on: no GPU comes with a reason, and
+// libraries on disk are found.
 #include <sys/stat.h>
 
 #include "gmock/gmock.h"

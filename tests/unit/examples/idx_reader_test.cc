@@ -1,4 +1,4 @@
-// The example trainer's flag parsing, progress line and IDX reader.
+// The example trainer's MNIST IDX reader.
 #include "examples/idx_reader.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The example trainer's flag parsing, progress line and IDX reader.
+// The example trainer's progress line.
 #include "examples/progress_view.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The example trainer's flag parsing, progress line and IDX reader.
+// The example trainer's flag parsing.
 #include "examples/train_flags.h"
 
 #include <gtest/gtest.h>

@@ -5,14 +5,14 @@
 #include "common/exit_codes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/testing/config_test_util.h"
+#include "tests/testing/files.h"
 
 namespace accel::launcher {
 namespace {
 
 using ::testing::HasSubstr;
 using testing::ReadFile;
-using testing::TempDir;
+using accel::testing::TempDir;
 
 struct Result {
   int code = -1;  // ExitCodeFromWaitStatus of std::system's status

@@ -11,13 +11,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launcher/config/loader.h"
-#include "tests/testing/config_test_util.h"
+#include "tests/testing/files.h"
 
 namespace accel::launcher {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::TempDir;
+using accel::testing::TempDir;
 
 class CliTest : public ::testing::Test {
  protected:

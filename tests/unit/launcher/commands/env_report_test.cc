@@ -1,4 +1,4 @@
-// `accel-launch env` facts on the machine the tests run on, and the report's wording.
+// `accel-launch env`: the report names every piece, in text and JSON.
 #include "launcher/commands/env_report.h"
 
 #include <sys/stat.h>

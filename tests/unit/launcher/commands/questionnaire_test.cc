@@ -1,5 +1,5 @@
 // The questionnaire driven through a stream: prompts, re-asking, warnings, and a written file
-// that round-trips through the loader; the writer's YAML is what accelerate writes.
+// that round-trips through the loader.
 #include "launcher/commands/questionnaire.h"
 
 #include <sstream>

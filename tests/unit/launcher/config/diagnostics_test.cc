@@ -1,5 +1,4 @@
-// Golden-string tests for config file loading and validation diagnostics: every error class,
-// with the exact caret position.
+// Diagnostics: carets under tabs and the edit distance behind "did you mean".
 #include <cstdlib>
 #include <filesystem>
 #include <string>

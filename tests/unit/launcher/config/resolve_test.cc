@@ -6,12 +6,12 @@
 #include "common/defaults.h"
 #include "common/seconds.h"
 #include "gtest/gtest.h"
-#include "tests/testing/config_test_util.h"
+#include "tests/testing/files.h"
 
 namespace accel::launcher {
 namespace {
 
-using testing::TempDir;
+using accel::testing::TempDir;
 
 ResolveOptions Options(std::map<std::string, std::string> env, int gpus = 0) {
   ResolveOptions options;

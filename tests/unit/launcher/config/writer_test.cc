@@ -1,5 +1,4 @@
-// The questionnaire driven through a stream: prompts, re-asking, warnings, and a written file
-// that round-trips through the loader; the writer's YAML is what accelerate writes.
+// The config writer: awkward strings round-trip through YAML quoting.
 #include "launcher/config/writer.h"
 
 #include <sstream>

@@ -1,5 +1,4 @@
-// Unit tests of the output router (prefixes, whole lines, log files, rank filter, stderr tail),
-// the failure report and the hang detector. Pipes and files only; no processes.
+// Unit tests of the failure report: the error file message, root cause first, the exit code.
 #include "launcher/process/failure_report.h"
 
 #include <fcntl.h>

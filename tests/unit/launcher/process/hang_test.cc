@@ -1,5 +1,4 @@
-// Unit tests of the output router (prefixes, whole lines, log files, rank filter, stderr tail),
-// the failure report and the hang detector. Pipes and files only; no processes.
+// Unit tests of the hang detector over progress files. Files only; no processes.
 #include "launcher/process/hang.h"
 
 #include <fcntl.h>
@@ -26,14 +25,6 @@ using accel::testing::ReadFile;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::string TempDir() {
-  std::string tmpl = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
-                     "/accel_agent_unit_XXXXXX";
-  char* dir = ::mkdtemp(tmpl.data());
-  EXPECT_NE(dir, nullptr);
-  return tmpl;
-}
-
 void WriteProgress(const std::string& path, std::uint64_t step) {
   unsigned char bytes[8];
   for (int i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(step >> (8 * i));
@@ -41,7 +32,8 @@ void WriteProgress(const std::string& path, std::uint64_t step) {
 }
 
 TEST(HangDetectorTest, ReportsWhenNoWatchedRankAdvances) {
-  const std::string dir = TempDir();
+  const accel::testing::TempDir temp;
+  const std::string& dir = temp.path();
   HangDetector hang(absl::Seconds(5));
   hang.Watch(0, dir + "/p0");
   hang.Watch(1, dir + "/p1");

@@ -1,5 +1,5 @@
-// Unit tests of the output router (prefixes, whole lines, log files, rank filter, stderr tail),
-// the failure report and the hang detector. Pipes and files only; no processes.
+// Unit tests of the output router: prefixes, whole lines, log files, the rank filter, the stderr
+// tail. Pipes and files only; no processes.
 #include "launcher/process/output.h"
 
 #include <fcntl.h>
@@ -25,14 +25,6 @@ using accel::testing::ReadFile;
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-std::string TempDir() {
-  std::string tmpl = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
-                     "/accel_agent_unit_XXXXXX";
-  char* dir = ::mkdtemp(tmpl.data());
-  EXPECT_NE(dir, nullptr);
-  return tmpl;
-}
 
 std::string Drain(int fd) {
   std::string out;
@@ -113,7 +105,8 @@ TEST_F(OutputTest, PartialWritesBecomeWholePrefixedLines) {
 }
 
 TEST_F(OutputTest, LogFilesKeepEverythingAndTheFilterLimitsTheConsole) {
-  const std::string dir = TempDir();
+  const accel::testing::TempDir temp;
+  const std::string& dir = temp.path();
   OutputOptions o = Options();
   o.attempt_dir = dir + "/run/attempt_0";
   o.ranks_filter = {1};
@@ -140,7 +133,8 @@ TEST_F(OutputTest, LogFilesKeepEverythingAndTheFilterLimitsTheConsole) {
 }
 
 TEST_F(OutputTest, ConsoleOffWritesOnlyFiles) {
-  const std::string dir = TempDir();
+  const accel::testing::TempDir temp;
+  const std::string& dir = temp.path();
   OutputOptions o = Options();
   o.attempt_dir = dir;
   o.console = false;

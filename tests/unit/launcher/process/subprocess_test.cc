@@ -1,5 +1,4 @@
-// Multi-process tests of the supervisor with real workers (fake_worker): exit codes, signals,
-// the SIGTERM → grace → SIGKILL teardown, signal forwarding, aborts, hangs, fd hygiene and reaping.
+// Unit tests of program resolution (ResolveProgram) through PATH.
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-// Store semantics: InMemoryStore, PrefixStore and KvTable limits, waits and atomicity.
+// The rendezvous token: generation, loading from a file or the environment, and errors.
 #include "rendezvous/grpc/token.h"
 
 #include <gmock/gmock.h>

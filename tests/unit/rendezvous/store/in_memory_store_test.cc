@@ -1,4 +1,4 @@
-// Store semantics: InMemoryStore, PrefixStore and KvTable limits, waits and atomicity.
+// InMemoryStore semantics: set/get/add/wait/delete, timeouts and concurrent waiters.
 #include "rendezvous/store/in_memory_store.h"
 
 #include <gmock/gmock.h>

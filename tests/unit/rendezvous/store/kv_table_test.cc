@@ -1,4 +1,4 @@
-// Store semantics: InMemoryStore, PrefixStore and KvTable limits, waits and atomicity.
+// KvTable: size limits, namespaces, waits and atomicity.
 #include "rendezvous/store/kv_table.h"
 
 #include <gmock/gmock.h>

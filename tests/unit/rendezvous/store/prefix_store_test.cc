@@ -1,4 +1,4 @@
-// Store semantics: InMemoryStore, PrefixStore and KvTable limits, waits and atomicity.
+// PrefixStore: keys are namespaced over the wrapped store.
 #include "rendezvous/store/prefix_store.h"
 
 #include <gmock/gmock.h>
