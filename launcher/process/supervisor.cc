@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "launcher/process/hang.h"
+#include "launcher/process/hang_watch.h"
 
 namespace accel::launcher {
 
@@ -53,6 +53,14 @@ struct Worker {
   ChildProcess process;
 };
 
+HangWatchOptions WatchOptions(const SupervisorOptions& options) {
+  HangWatchOptions watch;
+  watch.machine_rank = options.machine_rank;
+  watch.host = options.host;
+  watch.hang_timeout = options.hang_timeout;
+  return watch;
+}
+
 int PollTimeoutMs(absl::Time now, absl::Time deadline) {
   if (deadline == absl::InfiniteFuture()) {
     return -1;
@@ -69,14 +77,14 @@ class AttemptRun {
  public:
   AttemptRun(const SupervisorOptions& options, const SignalFd& signals, AbortChannel& abort,
              OutputRouter& router, const std::function<void(const WorkerFailure&)>& on_failure,
-             const std::function<void(int signal)>& on_interrupt)
+             const std::function<void(int signal)>& on_interrupt, JobProgress* job)
       : options_(options),
         signals_(signals),
         abort_(abort),
         router_(router),
         on_failure_(on_failure),
         on_interrupt_(on_interrupt),
-        hang_(options.hang_timeout),
+        hang_(WatchOptions(options), job),
         watch_hangs_(options.hang_timeout > absl::ZeroDuration()) {}
 
   // Runs the attempt to its end; call once.
@@ -96,8 +104,11 @@ class AttemptRun {
   void OnAbort();
   // Reaps the workers that exited; a failure among them begins the teardown.
   void OnExit(absl::Time now);
-  // Reads the progress files; a stall begins the teardown.
+  // Samples the ranks for hang detection; a verdict whose root cause runs here (or whose
+  // machine did not report it in time) begins the teardown.
   void OnHangCheck(absl::Time now);
+  // Ends the attempt with the hang verdict: the root cause's row (reported when it runs here).
+  void EndWithHang(const HangVerdict& verdict, bool local, absl::Time now);
   // Signals every process group with `signal` and starts the grace (once per attempt).
   void BeginStop(int signal);
   // SIGKILLs every process group: the grace is over, or a second signal came.
@@ -114,7 +125,7 @@ class AttemptRun {
   OutputRouter& router_;
   const std::function<void(const WorkerFailure&)>& on_failure_;
   const std::function<void(int signal)>& on_interrupt_;
-  HangDetector hang_;
+  HangWatch hang_;
   const bool watch_hangs_;
 
   AttemptResult result_;
@@ -157,8 +168,8 @@ void AttemptRun::SpawnAll(std::vector<WorkerLaunch> launches) {
       result_.spawn_error = child.status();
       break;
     }
-    if (watch_hangs_ && !launch.files.progress_file.empty()) {
-      hang_.Watch(launch.rank, launch.files.progress_file);
+    if (watch_hangs_) {
+      hang_.Watch(launch.rank, child->pid(), launch.files.progress_file, absl::Now());
     }
     workers_.push_back(Worker{std::move(launch), *std::move(child)});
   }
@@ -298,23 +309,36 @@ void AttemptRun::OnExit(absl::Time now) {
 
 void AttemptRun::OnHangCheck(absl::Time now) {
   next_hang_check_ = now + options_.monitor_interval;
-  const std::vector<StalledRank> stalled = hang_.Check(now);
-  if (stalled.empty()) {
-    return;
+  const HangWatch::Action action =
+      hang_.Check(now, [this](int rank) { return router_.BytesFrom(rank); });
+  switch (action) {
+    case HangWatch::Action::kNone:
+      return;
+    case HangWatch::Action::kWaitRemote:
+      result_.hang_notes = hang_.verdict().others;  // kept if the root machine's abort comes
+      return;
+    case HangWatch::Action::kEndLocal:
+    case HangWatch::Action::kEndRemote:
+      EndWithHang(hang_.verdict(), action == HangWatch::Action::kEndLocal, now);
+      return;
   }
+}
+
+void AttemptRun::EndWithHang(const HangVerdict& verdict, bool local, absl::Time now) {
   result_.end = AttemptEnd::kHang;
-  for (const StalledRank& s : stalled) {
-    for (const Worker& w : workers_) {
-      if (w.launch.rank != s.rank) {
-        continue;
-      }
-      WorkerFailure f = NewFailure(w, now);
-      f.detail = absl::StrCat("hang: no progress for ", absl::FormatDuration(s.stalled_for),
-                              " (at step ", s.step, ")");
-      result_.failures.push_back(std::move(f));
-    }
+  result_.hang_notes = verdict.others;
+  WorkerFailure f;
+  f.machine_rank = verdict.machine_rank;
+  f.host = verdict.host;
+  f.rank = verdict.rank;
+  f.local_rank = -1;
+  f.time = now;
+  for (const Worker& w : workers_) {
+    if (local && w.launch.rank == verdict.rank) f = NewFailure(w, now);
   }
-  if (!result_.failures.empty() && on_failure_) {
+  f.detail = DescribeVerdict(verdict);
+  result_.failures.push_back(f);
+  if (local && on_failure_) {
     on_failure_(result_.failures.front());
   }
   BeginStop(SIGTERM);
@@ -337,6 +361,9 @@ void AttemptRun::KillNow() {
 
 void AttemptRun::SignalAll(int signal) {
   for (Worker& w : workers_) {
+    if (signal != SIGKILL) {
+      w.process.SignalGroup(SIGCONT);  // a stopped worker acts on `signal` only once continued
+    }
     w.process.SignalGroup(signal);
   }
 }
@@ -371,8 +398,9 @@ void AttemptRun::CompleteFailures() {
 
 AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& router,
                               const std::function<void(const WorkerFailure&)>& on_failure,
-                              const std::function<void(int signal)>& on_interrupt) {
-  AttemptRun attempt(options_, signals_, abort_, router, on_failure, on_interrupt);
+                              const std::function<void(int signal)>& on_interrupt,
+                              JobProgress* job) {
+  AttemptRun attempt(options_, signals_, abort_, router, on_failure, on_interrupt, job);
   return attempt.Run(std::move(workers));
 }
 
