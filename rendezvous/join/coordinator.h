@@ -2,7 +2,9 @@
 //
 // An attempt moves joining → running → (aborted | done), or back to joining with attempt + 1 on a
 // restart. Join completes every waiting machine at once when the last one arrives (or fails them
-// all with the timeout report after rdzv_timeout from the first arrival). A running attempt
+// all with the timeout report after rdzv_timeout from the first arrival, or at once with the
+// reason when a machine with the job's token is refused: a config that differs, a duplicate
+// machine_rank, a count that does not match). A running attempt
 // watches its machines: a broken Watch stream or heartbeats missing for
 // heartbeat_interval * missed_heartbeats_lost aborts the attempt on every machine.
 //
@@ -67,6 +69,10 @@ class JoinCoordinator {
   Id Join(const v1::JoinRequest& request, std::string_view peer, absl::Time now, JoinDone done);
   // Withdraws a waiting join (its client went away); runs its `done` with CANCELLED.
   void CancelJoin(Id id);
+  // Records a join refused before it reached the coordinator (`why`: a wrong or missing token),
+  // named in the join timeout report. It does not end the attempt: anyone can send one. Returns
+  // true when it was new (at most a few per attempt are kept).
+  bool NoteRefusedJoin(const v1::JoinRequest& request, std::string_view peer, std::string_view why);
 
   // Registers `sink` for the attempt's terminal event (sent at once when the attempt is already
   // over). FAILED_PRECONDITION when the machine is not a member of that attempt.
@@ -139,9 +145,10 @@ class JoinCoordinator {
   absl::Time first_join_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   std::map<int, Pending> pending_ ABSL_GUARDED_BY(mu_);  // by machine_rank
   std::vector<std::string> warnings_ ABSL_GUARDED_BY(mu_);
-  std::map<int, Member> members_ ABSL_GUARDED_BY(mu_);  // by machine_rank, once running
-  v1::RootCause root_cause_ ABSL_GUARDED_BY(mu_);       // of the abort
-  v1::RootCause restart_cause_ ABSL_GUARDED_BY(mu_);    // of the last restart
+  std::vector<std::string> refusals_ ABSL_GUARDED_BY(mu_);  // NoteRefusedJoin, this attempt
+  std::map<int, Member> members_ ABSL_GUARDED_BY(mu_);      // by machine_rank, once running
+  v1::RootCause root_cause_ ABSL_GUARDED_BY(mu_);           // of the abort
+  v1::RootCause restart_cause_ ABSL_GUARDED_BY(mu_);        // of the last restart
 };
 
 }  // namespace accel::rendezvous

@@ -185,7 +185,8 @@ TEST_F(NetnsTest, InterruptedLauncherOnMachineZeroStopsMachineOne) {
   });
   EXPECT_EQ(results[0].exit_code, ExitCodeForSignal(SIGTERM)) << results[0].err;
   EXPECT_NE(results[1].exit_code, kExitOk) << results[1].err;
-  EXPECT_THAT(results[1].err, HasSubstr("launcher on machine 0 interrupted by signal 15"));
+  EXPECT_THAT(results[1].err,
+              HasSubstr("root cause machine 0: launcher interrupted by signal 15 (SIGTERM)"));
   EXPECT_LT(absl::Now() - sent_at, absl::Seconds(10));
 }
 
