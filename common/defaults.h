@@ -76,6 +76,30 @@ inline constexpr seconds kHangVerdictWait{3};
 // may be another machine's earlier failure) before it names its own.
 inline constexpr seconds kRootCauseWait{2};
 
+// The job's status (launcher/status): how often every machine samples its ranks and publishes
+// them to the rendezvous store (machine 0's status line on a terminal is redrawn as often; in a
+// pipe it prints a plain line every kStatusPipeLineEvery). A rank inside the same collective for
+// kStatusWaitingAfter is "waiting"; one that wrote no progress record for
+// kStatusNoProgressAfter after it started is "no progress reported".
+inline constexpr milliseconds kStatusInterval{1000};
+inline constexpr seconds kStatusPipeLineEvery{5};
+inline constexpr milliseconds kStatusWaitingAfter{1000};
+inline constexpr seconds kStatusNoProgressAfter{10};
+// `accel-launch status`: the deadline of each of its store calls (and of reaching the server);
+// `accel-launch report`: how long gnuplot may take to draw the heat map.
+inline constexpr seconds kStatusQueryDeadline{5};
+inline constexpr seconds kReportPlotTimeout{60};
+// Straggler detection: a rank whose own work per step (step time minus time in collectives) over
+// the last kStragglerWindow is more than kStragglerThreshold above the median rank's is named.
+inline constexpr seconds kStragglerWindow{10};
+inline constexpr double kStragglerThreshold = 0.25;
+// Network preflight: a link whose bandwidth is below kPreflightThreshold of the median link's is
+// flagged; each direction of a link is measured for about kPreflightLinkBudget; the whole
+// preflight (connect, every link, the all-reduce) ends within kPreflightTimeout.
+inline constexpr double kPreflightThreshold = 0.5;
+inline constexpr milliseconds kPreflightLinkBudget{300};
+inline constexpr seconds kPreflightTimeout{120};
+
 }  // namespace accel::defaults
 
 #endif  // ACCEL_COMMON_DEFAULTS_H_

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "common/live_line.h"
 
 namespace accel {
 namespace {
@@ -37,7 +38,9 @@ void InitLogging(bool verbose) {
 void Notice(absl::string_view message) { NoticeBlock(absl::StrCat(kLogPrefix, message, "\n")); }
 
 void NoticeBlock(absl::string_view text) {
-  NoticeLogger().log(spdlog::level::info, spdlog::string_view_t(text.data(), text.size()));
+  WriteAboveLiveLine([text] {
+    NoticeLogger().log(spdlog::level::info, spdlog::string_view_t(text.data(), text.size()));
+  });
 }
 
 }  // namespace accel

@@ -7,6 +7,7 @@
 //   - notices, always shown whatever the level: "[accel-launch] msg" (Notice), and multi-line
 //     reports written as they are (NoticeBlock: the plan, the failure table).
 // Thread-safe. A notice is flushed before the call returns, so a caller may _Exit right after.
+// Notices are written above the live line (common/live_line.h) when one is shown.
 #ifndef ACCEL_COMMON_LOGGING_H_
 #define ACCEL_COMMON_LOGGING_H_
 

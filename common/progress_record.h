@@ -1,10 +1,13 @@
 // The progress file's layout (ACCEL_PROGRESS_FILE, common/env_contract.h): what a libaccel worker
-// keeps up to date and the launcher reads for hang detection. Four little-endian 64-bit words,
-// 32 bytes in all: the optimizer steps taken, the collectives started and the collectives
-// completed (all ranks issue collectives in the same order, so these counts say which collective
-// a rank is in or has not reached), and one reserved word. A file of only the first word (8
-// bytes, an older writer) is a step count with no collective counts. Standard library only and
-// header-only: libaccel and the launcher both include it.
+// keeps up to date and the launcher reads for hang detection and the job's status. Six
+// little-endian 64-bit words, 48 bytes in all: the optimizer steps taken, the collectives
+// started and the collectives completed (all ranks issue collectives in the same order, so these
+// counts say which collective a rank is in or has not reached), the nanoseconds during which at
+// least one collective was in flight (time spent communicating or waiting for peers: what is left
+// of a step is the rank's own work), the samples of the batches its prepared loaders handed out,
+// and one reserved word. Shorter files come from older writers: 8 bytes is a step count alone,
+// 32 bytes adds the collective counts. Standard library only and header-only: libaccel and the
+// launcher both include it.
 #ifndef ACCEL_COMMON_PROGRESS_RECORD_H_
 #define ACCEL_COMMON_PROGRESS_RECORD_H_
 
@@ -16,17 +19,23 @@ namespace accel::progress {
 inline constexpr int kStepWord = 0;
 inline constexpr int kStartedWord = 1;
 inline constexpr int kDoneWord = 2;
-inline constexpr int kWords = 4;
+inline constexpr int kCollectiveNanosWord = 3;
+inline constexpr int kSamplesWord = 4;
+inline constexpr int kWords = 6;
 inline constexpr std::size_t kFileBytes = kWords * 8;
 
 struct Record {
   std::uint64_t step = 0;
   std::uint64_t collectives_started = 0;
   std::uint64_t collectives_done = 0;
-  bool has_collectives = false;  // the file held the collective words
+  std::uint64_t collective_ns = 0;  // time with a collective in flight
+  std::uint64_t samples = 0;        // samples of the batches handed out
+  bool has_collectives = false;     // the file held the collective counts
+  bool has_timing = false;          // the file held collective_ns and samples
 
   // Returns true while a collective has started and not completed.
   bool in_collective() const { return collectives_started > collectives_done; }
+  // Hang detection's notion of progress: steps and collectives (not time or samples).
   bool operator==(const Record& other) const {
     return step == other.step && collectives_started == other.collectives_started &&
            collectives_done == other.collectives_done;
@@ -49,6 +58,11 @@ inline Record DecodeRecord(const unsigned char* bytes, std::size_t size) {
     record.collectives_started = DecodeWord(bytes, kStartedWord);
     record.collectives_done = DecodeWord(bytes, kDoneWord);
     record.has_collectives = true;
+  }
+  if (size >= 5 * 8) {
+    record.collective_ns = DecodeWord(bytes, kCollectiveNanosWord);
+    record.samples = DecodeWord(bytes, kSamplesWord);
+    record.has_timing = true;
   }
   return record;
 }

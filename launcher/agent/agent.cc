@@ -17,7 +17,9 @@
 #include "common/random.h"
 #include "common/seconds.h"
 #include "launcher/agent/plan.h"
+#include "launcher/agent/preflight_run.h"
 #include "launcher/agent/rendezvous.h"
+#include "launcher/agent/status_exchange.h"
 #include "launcher/process/failure_report.h"
 #include "launcher/process/hang.h"
 #include "launcher/process/os_util.h"
@@ -68,6 +70,9 @@ class Agent {
   absl::StatusOr<RendezvousResult> BeginAttempt(int restarts);
   // Runs one attempt. Returns the exit code when the launch ends, nullopt to restart.
   std::optional<int> RunOneAttempt(Supervisor& supervisor, int restarts);
+  // Runs the network preflight once, after the first join. Returns the exit code when the launch
+  // ends here (`accel-launch preflight`, or a slow link under strict), nullopt to go on.
+  std::optional<int> Preflight(const RendezvousResult& joined);
   // Decides what follows `attempt` (numbered `number`): the exit code, or nullopt to restart.
   std::optional<int> AfterAttempt(AttemptResult& attempt, int number, bool can_restart);
   std::optional<int> AfterFailure(AttemptResult& attempt, int number, bool can_restart);
@@ -90,11 +95,16 @@ class Agent {
   std::string host_ = HostName();
   std::string scratch_root_;  // removed at the end when it is ours (no log_dir)
   std::vector<std::string> base_env_ = CurrentEnvironment();
+  bool preflight_done_ = false;
 };
 
 int Agent::Run() {
   if (std::optional<int> code = Prepare(); code.has_value()) {
     return *code;
+  }
+  if (request_.preflight_only && plan_.num_machines == 1) {
+    Notice("network preflight: one machine, no links to measure");
+    return kExitOk;
   }
   if (RunsAsSingleWorker()) {
     return ExecSingleWorker();
@@ -109,7 +119,7 @@ int Agent::Run() {
 }
 
 std::optional<int> Agent::Prepare() {
-  if (request_.argv.empty()) {
+  if (request_.argv.empty() && !request_.preflight_only) {
     Notice("launch: no program given (usage: accel-launch [options] program [args...])");
     return kExitUsage;
   }
@@ -129,6 +139,7 @@ std::optional<int> Agent::Prepare() {
     std::fputs(FormatPlan(plan_, request_.argv).c_str(), stdout);  // the command's output
     return kExitOk;
   }
+  if (request_.preflight_only) return std::nullopt;
 
   const char* path_env = std::getenv("PATH");
   auto program = ResolveProgram(request_.argv.front(), path_env != nullptr ? path_env : "");
@@ -205,6 +216,7 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
     return kExitRendezvous;
   }
   const RendezvousResult& result = *joined;
+  if (std::optional<int> code = Preflight(result); code.has_value()) return code;
   auto workers = MakeWorkers(result);
   if (!workers.ok()) {
     Notice(workers.status().message());
@@ -232,10 +244,37 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
   if (rendezvous_ != nullptr && plan_.num_machines > 1 && plan_.hang_timeout_s > 0) {
     job = rendezvous_->OpenJobProgress(result, absl::FromChrono(FromSeconds(plan_.hang_timeout_s)));
   }
-  AttemptResult attempt =
-      supervisor.Run(*std::move(workers), router, on_failure, on_interrupt, job.get());
-  job.reset();  // stops publishing this attempt's progress
+  std::unique_ptr<StatusExchange> status;
+  if (rendezvous_ != nullptr) {
+    status = StartStatus(StatusLaunch{&config_, &plan_, &result, host_, scratch_root_});
+  }
+  AttemptResult attempt = supervisor.Run(*std::move(workers), router, on_failure, on_interrupt,
+                                         job.get(), status.get());
+  status.reset();  // stops publishing this attempt's status and erases the status line
+  job.reset();     // stops publishing this attempt's progress
   return AfterAttempt(attempt, result.attempt, can_restart);
+}
+
+std::optional<int> Agent::Preflight(const RendezvousResult& joined) {
+  if (preflight_done_ || rendezvous_ == nullptr || plan_.num_machines == 1 ||
+      (!config_.preflight && !request_.preflight_only)) {
+    return std::nullopt;
+  }
+  preflight_done_ = true;
+  if (absl::Status made = MakeDirs(AttemptScratchDir(joined.attempt)); !made.ok()) {
+    Notice(made.message());
+    return kExitWorkerFailed;
+  }
+  absl::StatusOr<PreflightResult> result = RunPreflight(
+      PreflightLaunch{&config_, &plan_, &joined, AttemptScratchDir(joined.attempt), &signals_});
+  const bool ok = result.ok() && ReportPreflight(*result, config_, plan_.machine_rank);
+  if (!result.ok()) Notice(result.status().message());
+  if (request_.preflight_only) {
+    const int done = rendezvous_->FinishDone(joined.attempt, signals_, abort_);
+    return ok ? done : kExitWorkerFailed;
+  }
+  if (!ok && config_.strict) return kExitWorkerFailed;
+  return std::nullopt;
 }
 
 std::optional<int> Agent::AfterAttempt(AttemptResult& attempt, int number, bool can_restart) {
@@ -337,7 +376,7 @@ absl::StatusOr<std::vector<WorkerLaunch>> Agent::MakeWorkers(const RendezvousRes
     }
     w.files.error_file = dir + "/error.json";
     ::unlink(w.files.error_file.c_str());
-    if (plan_.hang_timeout_s > 0) {
+    if (plan_.hang_timeout_s > 0 || (rendezvous_ != nullptr && config_.status_interval_s > 0)) {
       w.files.progress_file = dir + "/progress";
       ::unlink(w.files.progress_file.c_str());
     }

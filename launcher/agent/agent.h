@@ -14,6 +14,7 @@ struct LaunchRequest {
   std::string config_path;        // where it came from ("" = defaults), for messages
   std::vector<std::string> argv;  // the program and its arguments, as given
   bool dry_run = false;           // print the plan and exit 0 without starting anything
+  bool preflight_only = false;    // `accel-launch preflight`: measure the links, start no program
 };
 
 // Runs one launch on this machine. Returns the process exit code (common/exit_codes.h): kExitOk,

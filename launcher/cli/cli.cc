@@ -10,6 +10,8 @@
 #include "launcher/cli/flags.h"
 #include "launcher/commands/env_report.h"
 #include "launcher/commands/questionnaire.h"
+#include "launcher/commands/report_command.h"
+#include "launcher/commands/status_command.h"
 #include "launcher/config/resolve.h"
 #include "launcher/config/writer.h"
 
@@ -22,6 +24,10 @@ constexpr char kUsage[] =
     "       accel-launch config default [--config_file F]  write the config for this machine\n"
     "       accel-launch config validate [options]         check the config, print it resolved\n"
     "       accel-launch env [--json] [--config_file F]    versions, devices, config in effect\n"
+    "       accel-launch status [RUN_DIR] [--run_id ID] [--json] [options]\n"
+    "                                                      every rank of a running job\n"
+    "       accel-launch report LOG_DIR [--output PNG]     heat map of the ranks' step times\n"
+    "       accel-launch preflight [options]               measure the links between machines\n"
     "       accel-launch --version\n"
     "Every config key is also an option (--num_processes 2, --mixed_precision fp16, ...);\n"
     "`accel-launch launch --help` lists them all.\n";
@@ -171,6 +177,74 @@ int EnvCommand(const std::vector<std::string>& args, const CliContext& context) 
   return kExitOk;
 }
 
+int StatusCommand(const std::vector<std::string>& args, const CliContext& context) {
+  FlagSet set{"accel-launch status",
+              "Show every rank of a running job (from any machine of it). RUN_DIR: its run "
+              "directory; else --run_id, or the one running job found.",
+              /*program=*/true, /*launch_only=*/false, /*json=*/true};
+  LaunchArgs parsed;
+  if (int code = Parse(set, args, context, &parsed); code >= 0) return code;
+  if (parsed.program.size() > 1) {
+    *context.err << "accel-launch status: one run directory at most, got '" << parsed.program[1]
+                 << "'\n";
+    return kExitUsage;
+  }
+  StatusRequest request;
+  request.run_dir = parsed.program.empty() ? "" : parsed.program.front();
+  request.config = Resolve(parsed, context).config;  // only where to look and the token
+  request.json = parsed.json;
+  request.env = context.env;
+  return RunStatusCommand(request, *context.out, *context.err);
+}
+
+int ReportCommand(const std::vector<std::string>& args, const CliContext& context) {
+  ReportRequest request;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-h" || args[i] == "--help") {
+      *context.out << "usage: accel-launch report LOG_DIR [--output PNG]\n"
+                      "Draw the heat map (ranks x time) of the ranks' own work per step from "
+                      "LOG_DIR's step_times.csv (a run directory, or the newest run in a log "
+                      "directory).\n";
+      return kExitOk;
+    }
+    if ((args[i] == "--output" || args[i] == "-o") && i + 1 < args.size()) {
+      request.output = args[++i];
+    } else if (args[i].rfind("--output=", 0) == 0) {
+      request.output = args[i].substr(9);
+    } else if (request.log_dir.empty() && !args[i].empty() && args[i][0] != '-') {
+      request.log_dir = args[i];
+    } else {
+      *context.err << "accel-launch report: unexpected argument '" << args[i]
+                   << "' (usage: accel-launch report LOG_DIR [--output PNG])\n";
+      return kExitUsage;
+    }
+  }
+  if (request.log_dir.empty()) {
+    *context.err << "accel-launch report: no LOG_DIR (usage: accel-launch report LOG_DIR "
+                    "[--output PNG])\n";
+    return kExitUsage;
+  }
+  request.path_env = context.env ? context.env("PATH").value_or("") : "";
+  return RunReportCommand(request, *context.out, *context.err);
+}
+
+int PreflightCommand(const std::vector<std::string>& args, const CliContext& context) {
+  FlagSet set{"accel-launch preflight",
+              "Measure bandwidth and latency between every pair of machines of the job, and an "
+              "all-reduce of the bucket size; run it on every machine, as a launch.",
+              /*program=*/false, /*launch_only=*/true};
+  LaunchArgs parsed;
+  if (int code = Parse(set, args, context, &parsed); code >= 0) return code;
+  ResolvedConfig resolved = Resolve(parsed, context);
+  if (!Report(resolved, context, "nothing was measured")) return kExitUsage;
+  LaunchRequest request;
+  request.config = std::move(resolved.config);
+  request.config_path = resolved.path;
+  request.dry_run = parsed.dry_run;
+  request.preflight_only = true;
+  return context.run_agent(request);
+}
+
 }  // namespace
 
 int RunCli(const std::vector<std::string>& args, const CliContext& context) {
@@ -190,6 +264,9 @@ int RunCli(const std::vector<std::string>& args, const CliContext& context) {
   if (first == "launch") return Launch(Tail(args, 1), context);
   if (first == "config") return ConfigCommand(Tail(args, 1), context);
   if (first == "env") return EnvCommand(Tail(args, 1), context);
+  if (first == "status") return StatusCommand(Tail(args, 1), context);
+  if (first == "report") return ReportCommand(Tail(args, 1), context);
+  if (first == "preflight") return PreflightCommand(Tail(args, 1), context);
   return Launch(args, context);
 }
 

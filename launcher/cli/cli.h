@@ -1,12 +1,15 @@
-// accel-launch's command line: dispatch to launch, config, config default, config validate and
-// env. Main() wires the real process (stdin/stdout/stderr, environment, devices, the agent);
-// RunCli() takes them injected so that every command is unit-testable.
+// accel-launch's command line: dispatch to launch, config, config default, config validate, env,
+// status, report and preflight. Main() wires the real process (stdin/stdout/stderr, environment,
+// devices, the agent); RunCli() takes them injected so that every command is unit-testable.
 //
 //   accel-launch [launch] [options] PROGRAM [ARGS...]   launch
 //   accel-launch config [--config_file F]               questionnaire, writes a config file
 //   accel-launch config default [--config_file F]       the same without questions
 //   accel-launch config validate [options]              problems, or "ok" + resolved config
 //   accel-launch env [--json] [--config_file F]         versions, devices, config in effect
+//   accel-launch status [RUN_DIR] [--json] [options]    every rank of a running job
+//   accel-launch report LOG_DIR [--output PNG]          heat map of the ranks' step times
+//   accel-launch preflight [options]                    measure the links between machines
 //
 // Exit codes: 0 ok, 2 usage or config error (nothing launched), otherwise the
 // agent's code.

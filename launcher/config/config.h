@@ -63,6 +63,12 @@ struct Config {
   // 0 = off; a job of 2+ processes where no rank advances, uses CPU or writes output is ended.
   double hang_timeout_s = ToSeconds(defaults::kHangTimeout);
   std::vector<int> ranks_filter;  // empty = all ranks on the console
+  // The job's status (0 = off): how often every machine samples and publishes its ranks.
+  double status_interval_s = ToSeconds(defaults::kStatusInterval);
+  double straggler_window_s = ToSeconds(defaults::kStragglerWindow);
+  double straggler_threshold = defaults::kStragglerThreshold;  // fraction above the median
+  bool preflight = false;  // measure every link between machines before training
+  double preflight_threshold = defaults::kPreflightThreshold;  // fraction of the median link
   std::string run_id;             // empty = generated
 
   // Per-machine process count (num_processes / num_machines, validated to divide).

@@ -20,6 +20,7 @@ using values::SetComputeEnvironment;
 using values::SetDeepspeed;
 using values::SetDistributedType;
 using values::SetDynamo;
+using values::SetFraction;
 using values::SetFsdp;
 using values::SetGpuIds;
 using values::SetInt;
@@ -29,6 +30,7 @@ using values::SetMegatron;
 using values::SetMixedPrecision;
 using values::SetOff;
 using values::SetOtherSection;
+using values::SetPositive;
 using values::SetRanksFilter;
 using values::SetRdzvBackend;
 using values::SetSeconds;
@@ -141,6 +143,15 @@ std::vector<KeySpec> MakeSchema() {
                 "TOTAL processes over all machines, >= 1, divisible by num_machines (default 1)"),
       ACCEL_KEY(parallelism_config, kSection, true, kNever, "not supported, must be empty",
                 SetOtherSection(v, "parallelism_config"), ""),
+      ACCEL_BOOL(preflight, preflight, false, kWhenNotDefault,
+                 "before training, measure bandwidth and latency between every pair of machines "
+                 "and an all-reduce of the bucket size; a slow link fails the launch under strict "
+                 "(default false)"),
+      ACCEL_KEY(preflight_threshold, kSeconds, false, kWhenNotDefault,
+                absl::StrCat("preflight flags a link below this fraction of the median link's "
+                             "bandwidth (default ",
+                             defaults.preflight_threshold, ")"),
+                SetFraction(v, &c->preflight_threshold), absl::StrCat(c.preflight_threshold)),
       ACCEL_IGNORED(profile, "SageMaker only; ignored"),
       ACCEL_IGNORED(py_version, "SageMaker only; ignored"),
       ACCEL_IGNORED(pytorch_version, "SageMaker only; ignored"),
@@ -166,8 +177,23 @@ std::vector<KeySpec> MakeSchema() {
                     absl::StrCat("SIGTERM → this many seconds → SIGKILL when stopping workers "
                                  "(default ",
                                  Seconds(defaults.shutdown_grace_s), ")")),
+      ACCEL_SECONDS(status_interval, status_interval_s,
+                    absl::StrCat("how often every machine samples and publishes its ranks for "
+                                 "the status line and `accel-launch status`, seconds; 0 = off "
+                                 "(default ",
+                                 Seconds(defaults.status_interval_s), ")")),
+      ACCEL_KEY(straggler_threshold, kSeconds, false, kWhenNotDefault,
+                absl::StrCat("a rank whose own work per step is more than this fraction above the "
+                             "median rank's is named a straggler (default ",
+                             defaults.straggler_threshold, ")"),
+                SetPositive(v, &c->straggler_threshold), absl::StrCat(c.straggler_threshold)),
+      ACCEL_SECONDS(straggler_window, straggler_window_s,
+                    absl::StrCat("the window over which ranks' pace is compared, seconds "
+                                 "(default ",
+                                 Seconds(defaults.straggler_window_s), ")")),
       ACCEL_BOOL(strict, strict, false, kWhenNotDefault,
-                 "version mismatch between machines is an error (default false: warning)"),
+                 "version mismatch between machines is an error (default false: warning); a slow "
+                 "link found by the preflight fails the launch"),
       ACCEL_BOOL(tee, tee, false, kWhenNotDefault,
                  "with log_dir, also print worker output on the console (default false)"),
       ACCEL_STRING(tls_ca_file, tls_ca_file, false, kWhenNotDefault, "TLS CA for rendezvous"),

@@ -63,6 +63,11 @@ std::vector<Diagnostic> ValidateConfig(const Config& c, const SourceMap& sources
   if (c.monitor_interval_s <= 0) {
     problem("monitor_interval", "monitor_interval must be more than 0 seconds");
   }
+  if (c.status_interval_s > 0 && c.straggler_window_s < 2 * c.status_interval_s) {
+    problem("straggler_window",
+            absl::StrCat("straggler_window must be at least twice status_interval (",
+                         c.status_interval_s, " s), got ", c.straggler_window_s, " s"));
+  }
   for (int rank : c.ranks_filter) {
     if (processes_ok && rank >= c.num_processes) {
       problem("ranks_filter", absl::StrCat("ranks_filter rank ", rank, " is out of range 0..",

@@ -84,6 +84,26 @@ absl::Status SetInt(const YamlValue& v, int* out) {
   return Invalid(absl::StrCat("expected an integer, got ", Describe(v)));
 }
 
+absl::Status SetFraction(const YamlValue& v, double* out) {
+  double x = 0;
+  if (v.kind == Kind::kScalar && absl::SimpleAtod(absl::StripAsciiWhitespace(v.scalar), &x) &&
+      x > 0 && x <= 1) {
+    *out = x;
+    return absl::OkStatus();
+  }
+  return Invalid(absl::StrCat("expected a fraction above 0 and at most 1, got ", Describe(v)));
+}
+
+absl::Status SetPositive(const YamlValue& v, double* out) {
+  double x = 0;
+  if (v.kind == Kind::kScalar && absl::SimpleAtod(absl::StripAsciiWhitespace(v.scalar), &x) &&
+      x > 0 && x < 1e9) {
+    *out = x;
+    return absl::OkStatus();
+  }
+  return Invalid(absl::StrCat("expected a number above 0, got ", Describe(v)));
+}
+
 absl::Status SetSeconds(const YamlValue& v, double* out) {
   double seconds = 0;
   if (v.kind == Kind::kScalar && absl::SimpleAtod(absl::StripAsciiWhitespace(v.scalar), &seconds) &&

@@ -28,6 +28,8 @@ std::string Describe(const YamlValue& v);
 absl::Status SetBool(const YamlValue& v, bool* out);
 absl::Status SetInt(const YamlValue& v, int* out);
 absl::Status SetSeconds(const YamlValue& v, double* out);      // a number >= 0
+absl::Status SetFraction(const YamlValue& v, double* out);     // a number > 0 and <= 1
+absl::Status SetPositive(const YamlValue& v, double* out);     // a number > 0
 absl::Status SetString(const YamlValue& v, std::string* out);  // null → ""
 // Reads "0,1,3", one integer, or a YAML list of integers, each >= 0.
 absl::Status ParseIntList(const YamlValue& v, std::vector<int>* out);

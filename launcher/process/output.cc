@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/live_line.h"
 #include "launcher/process/subprocess.h"
 
 namespace accel::launcher {
@@ -177,8 +178,8 @@ void OutputRouter::Emit(Stream& stream, const char* data, std::size_t size, bool
   }
   stream.partial.erase(0, start);
   if (!console.empty()) {
-    WriteAll(stream.is_stderr ? options_.console_stderr : options_.console_stdout, console.data(),
-             console.size());
+    const int fd = stream.is_stderr ? options_.console_stderr : options_.console_stdout;
+    WriteAboveLiveLine([&] { WriteAll(fd, console.data(), console.size()); });
   }
 }
 

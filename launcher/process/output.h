@@ -1,7 +1,8 @@
 // Output: every worker's stdout and stderr arrive through pipes and leave as whole lines.
 //
 // Console lines are prefixed "[rank r] " and written with one write() per batch of complete
-// lines by the single thread that owns the router, so lines never interleave mid-line. With a
+// lines by the single thread that owns the router, so lines never interleave mid-line (and above
+// the live status line, common/live_line.h, when one is shown). With a
 // log directory each stream is also copied byte for byte to
 // <attempt_dir>/rank_<r>/{stdout,stderr}.log. The last lines of each stderr are kept for the
 // failure report. Not thread-safe: owned by the supervisor's event loop.

@@ -1,6 +1,7 @@
 #include "launcher/process/subprocess.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -233,6 +234,30 @@ absl::StatusOr<ChildProcess> Spawn(const SpawnSpec& spec) {
     return absl::ErrnoToStatus(errno, absl::StrCat("spawn ", spec.label, ": pidfd_open"));
   }
   return child;
+}
+
+}  // namespace accel::launcher
+
+namespace accel::launcher {
+
+absl::StatusOr<ExitStatus> WaitForExit(ChildProcess& child, absl::Duration timeout,
+                                       absl::string_view label) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!child.TryReap()) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      child.SignalGroup(SIGKILL);
+      while (!child.TryReap()) {
+        pollfd fd{child.pidfd(), POLLIN, 0};
+        (void)::poll(&fd, 1, 100);
+      }
+      return absl::DeadlineExceededError(
+          absl::StrCat(label, ": still running after ", absl::FormatDuration(timeout), "; killed"));
+    }
+    pollfd fd{child.pidfd(), POLLIN, 0};
+    (void)::poll(&fd, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
+  }
+  return *child.status();
 }
 
 }  // namespace accel::launcher

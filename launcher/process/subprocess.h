@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "common/unique_fd.h"
 
 namespace accel::launcher {
@@ -87,6 +88,11 @@ class ChildProcess {
 // Forks and execs `spec`. Returns once execve succeeded in the child, or the child's execve
 // error ("spawn worker rank=3: execve ./train.bin: No such file or directory").
 absl::StatusOr<ChildProcess> Spawn(const SpawnSpec& spec);
+
+// Waits up to `timeout` for `child` to exit (polling its pidfd) and reaps it. When the time runs
+// out, SIGKILLs its process group, reaps it and returns DEADLINE_EXCEEDED naming `label`.
+absl::StatusOr<ExitStatus> WaitForExit(ChildProcess& child, absl::Duration timeout,
+                                       absl::string_view label);
 
 // Returns a pipe (read end, write end), both O_CLOEXEC.
 absl::StatusOr<std::pair<UniqueFd, UniqueFd>> MakePipe();

@@ -77,13 +77,15 @@ class AttemptRun {
  public:
   AttemptRun(const SupervisorOptions& options, const SignalFd& signals, AbortChannel& abort,
              OutputRouter& router, const std::function<void(const WorkerFailure&)>& on_failure,
-             const std::function<void(int signal)>& on_interrupt, JobProgress* job)
+             const std::function<void(int signal)>& on_interrupt, JobProgress* job,
+             WorkerObserver* observer)
       : options_(options),
         signals_(signals),
         abort_(abort),
         router_(router),
         on_failure_(on_failure),
         on_interrupt_(on_interrupt),
+        observer_(observer),
         hang_(WatchOptions(options), job),
         watch_hangs_(options.hang_timeout > absl::ZeroDuration()) {}
 
@@ -125,6 +127,7 @@ class AttemptRun {
   OutputRouter& router_;
   const std::function<void(const WorkerFailure&)>& on_failure_;
   const std::function<void(int signal)>& on_interrupt_;
+  WorkerObserver* const observer_;  // may be null
   HangWatch hang_;
   const bool watch_hangs_;
 
@@ -171,6 +174,7 @@ void AttemptRun::SpawnAll(std::vector<WorkerLaunch> launches) {
     if (watch_hangs_) {
       hang_.Watch(launch.rank, child->pid(), launch.files.progress_file, absl::Now());
     }
+    if (observer_ != nullptr) observer_->Started(launch, child->pid());
     workers_.push_back(Worker{std::move(launch), *std::move(child)});
   }
   if (result_.end == AttemptEnd::kSpawnFailed) {
@@ -283,6 +287,7 @@ void AttemptRun::OnExit(absl::Time now) {
       continue;
     }
     hang_.Forget(w.launch.rank);
+    if (observer_ != nullptr) observer_->Exited(w.launch.rank, *w.process.status());
     if (w.process.status()->ok() || stopping_) {
       continue;  // peers stopped by us are not failures
     }
@@ -399,8 +404,8 @@ void AttemptRun::CompleteFailures() {
 AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& router,
                               const std::function<void(const WorkerFailure&)>& on_failure,
                               const std::function<void(int signal)>& on_interrupt,
-                              JobProgress* job) {
-  AttemptRun attempt(options_, signals_, abort_, router, on_failure, on_interrupt, job);
+                              JobProgress* job, WorkerObserver* observer) {
+  AttemptRun attempt(options_, signals_, abort_, router, on_failure, on_interrupt, job, observer);
   return attempt.Run(std::move(workers));
 }
 

@@ -68,6 +68,15 @@ struct WorkerLaunch {
   WorkerFiles files;
 };
 
+// Told about each worker as it starts and as it is reaped (the job's status follows them). Called
+// on the supervisor's thread; implementations must not block.
+class WorkerObserver {
+ public:
+  virtual ~WorkerObserver() = default;
+  virtual void Started(const WorkerLaunch& worker, pid_t pid) = 0;
+  virtual void Exited(int rank, const ExitStatus& status) = 0;
+};
+
 enum class AttemptEnd {
   kSucceeded,     // every worker exited 0
   kWorkerFailed,  // a local worker exited non-zero or by a signal
@@ -98,11 +107,11 @@ class Supervisor {
   // once, at the first local failure (or a hang whose root cause runs here), and `on_interrupt`
   // at the launcher's first signal, both before the teardown, so the agent can tell the
   // rendezvous while the workers stop. `job` (may be null: one machine) shows the other
-  // machines' ranks to hang detection.
+  // machines' ranks to hang detection; `observer` (may be null) follows the workers.
   AttemptResult Run(std::vector<WorkerLaunch> workers, OutputRouter& router,
                     const std::function<void(const WorkerFailure&)>& on_failure,
                     const std::function<void(int signal)>& on_interrupt = nullptr,
-                    JobProgress* job = nullptr);
+                    JobProgress* job = nullptr, WorkerObserver* observer = nullptr);
 
  private:
   SupervisorOptions options_;

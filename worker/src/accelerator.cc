@@ -197,10 +197,13 @@ DataLoader Accelerator::prepare_loader(at::Tensor data, at::Tensor target, std::
   const std::int64_t size = data.size(0);
   return DataLoader(DistributedSampler(size, num_processes(), process_index(), shuffle, seed),
                     batch_size, DataLoader::TensorFetch(std::move(data), std::move(target)),
-                    device(), [this](bool last) { OnBatch(last); });
+                    device(), [this](bool last, std::int64_t samples) { OnBatch(last, samples); });
 }
 
-void Accelerator::OnBatch(bool last) { state_->end_of_data = last; }
+void Accelerator::OnBatch(bool last, std::int64_t samples) {
+  state_->end_of_data = last;
+  if (state_->progress) state_->progress->AddSamples(samples);
+}
 
 AccumulateGuard Accelerator::accumulate() {
   auto& s = *state_;

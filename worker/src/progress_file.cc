@@ -41,11 +41,31 @@ void ProgressFile::Write(std::uint64_t step) {
 }
 
 void ProgressFile::CollectiveStarted() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (in_flight_++ == 0) since_ = std::chrono::steady_clock::now();
+  }
   __atomic_fetch_add(&words_[progress::kStartedWord], 1, __ATOMIC_RELEASE);
 }
 
 void ProgressFile::CollectiveDone() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (in_flight_ > 0 && --in_flight_ == 0) {
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now() - since_)
+                          .count();
+      __atomic_fetch_add(&words_[progress::kCollectiveNanosWord], static_cast<std::uint64_t>(ns),
+                         __ATOMIC_RELEASE);
+    }
+  }
   __atomic_fetch_add(&words_[progress::kDoneWord], 1, __ATOMIC_RELEASE);
+}
+
+void ProgressFile::AddSamples(std::int64_t samples) {
+  if (samples <= 0) return;
+  __atomic_fetch_add(&words_[progress::kSamplesWord], static_cast<std::uint64_t>(samples),
+                     __ATOMIC_RELEASE);
 }
 
 }  // namespace accel::worker

@@ -1,12 +1,15 @@
-// ProgressFile: what the launcher polls for hang detection (ACCEL_PROGRESS_FILE,
-// common/env_contract.h), laid out as common/progress_record.h says: the optimizer-step counter
-// and the counts of collectives started and completed. The file is mapped shared and each word
-// is updated with one atomic store, so updating costs no system call and a reader sees each word
+// ProgressFile: what the launcher polls for hang detection and the job's status
+// (ACCEL_PROGRESS_FILE, common/env_contract.h), laid out as common/progress_record.h says: the
+// optimizer-step counter, the counts of collectives started and completed, the time with a
+// collective in flight and the samples handed out. The file is mapped shared and each word is
+// updated with one atomic store, so updating costs no system call and a reader sees each word
 // old or new. Owns its mapping and fd (O_CLOEXEC). Thread-safe.
 #ifndef ACCEL_WORKER_PROGRESS_FILE_H_
 #define ACCEL_WORKER_PROGRESS_FILE_H_
 
+#include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 namespace accel::worker {
@@ -22,13 +25,20 @@ class ProgressFile {
 
   // Sets the step counter to `step`.
   void Write(std::uint64_t step);
-  // Counts a collective as started (before it is issued) and as done (after it completed).
+  // Counts a collective as started (before it is issued) and as done (after it completed). The
+  // time from the first of overlapping collectives starting to the last one completing is added
+  // to the collective time.
   void CollectiveStarted();
   void CollectiveDone();
+  // Adds `samples` to the samples handed out.
+  void AddSamples(std::int64_t samples);
 
  private:
   std::uint64_t* words_ = nullptr;  // the shared mapping
   int fd_ = -1;
+  std::mutex mu_;         // guards the two below (collectives run on two threads)
+  int in_flight_ = 0;     // collectives started and not done
+  std::chrono::steady_clock::time_point since_;  // when in_flight_ last became 1
 };
 
 }  // namespace accel::worker

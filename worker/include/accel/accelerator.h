@@ -233,7 +233,7 @@ class Accelerator {
 
   void PrepareModule(std::shared_ptr<torch::nn::Module> module);
   void PrintLine(const std::string& line);
-  void OnBatch(bool last);
+  void OnBatch(bool last, std::int64_t samples);
 
   std::unique_ptr<internal::AcceleratorState> state_;
 };
@@ -269,7 +269,8 @@ DataLoader Accelerator::prepare_loader(std::shared_ptr<Dataset> dataset, std::in
     return internal::StackExamples(std::move(data), std::move(target));
   };
   return DataLoader(DistributedSampler(size, num_processes(), process_index(), shuffle, seed),
-                    batch_size, std::move(fetch), device(), [this](bool last) { OnBatch(last); });
+                    batch_size, std::move(fetch), device(),
+                    [this](bool last, std::int64_t samples) { OnBatch(last, samples); });
 }
 
 }  // namespace accel

@@ -56,9 +56,10 @@ class DataLoader {
  public:
   // Returns the batch holding the given dataset indices (on any device; the loader moves it).
   using FetchFn = std::function<Batch(const std::vector<std::int64_t>& indices)>;
-  // Called with true just before the last batch of an epoch is handed out (the Accelerator uses
-  // it to force a gradient sync at the end of the data, as accelerate does).
-  using BatchHook = std::function<void(bool last)>;
+  // Called just before each batch is handed out, with its sample count and whether it is the
+  // last batch of the epoch (the Accelerator forces a gradient sync at the end of the data, as
+  // accelerate does, and counts the samples in the progress file).
+  using BatchHook = std::function<void(bool last, std::int64_t samples)>;
 
   DataLoader(DistributedSampler sampler, std::int64_t batch_size, FetchFn fetch, c10::Device device,
              BatchHook hook = nullptr);

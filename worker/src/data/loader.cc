@@ -118,7 +118,7 @@ void DataLoader::Iterator::Load() {
   std::vector<std::int64_t> chunk(indices_->begin() + begin, indices_->begin() + end);
   Batch batch = loader_->fetch_(chunk);
   current_ = Batch{batch.data.to(loader_->device_), batch.target.to(loader_->device_)};
-  if (loader_->hook_) loader_->hook_(batch_ + 1 == batches);
+  if (loader_->hook_) loader_->hook_(batch_ + 1 == batches, end - begin);
 }
 
 namespace internal {

@@ -76,8 +76,12 @@ TEST(DataLoaderTest, SameBatchCountOnEveryRankAndLastBatchHook) {
   std::vector<std::int64_t> counts;
   for (int r = 0; r < 3; ++r) {
     int lasts = 0;
+    std::int64_t hooked_samples = 0;
     DataLoader loader(DistributedSampler(11, 3, r, false), 2, DataLoader::TensorFetch(data, target),
-                      c10::Device(c10::kCPU), [&](bool last) { lasts += last ? 1 : 0; });
+                      c10::Device(c10::kCPU), [&](bool last, std::int64_t n) {
+                        lasts += last ? 1 : 0;
+                        hooked_samples += n;
+                      });
     std::int64_t batches = 0;
     std::int64_t samples = 0;
     for (const Batch& b : loader) {
@@ -89,6 +93,7 @@ TEST(DataLoaderTest, SameBatchCountOnEveryRankAndLastBatchHook) {
     EXPECT_EQ(batches, loader.size());
     EXPECT_EQ(samples, 4);  // ceil(11 / 3)
     EXPECT_EQ(lasts, 1);
+    EXPECT_EQ(hooked_samples, 4);
     counts.push_back(batches);
   }
   EXPECT_THAT(counts, ElementsAre(2, 2, 2));
