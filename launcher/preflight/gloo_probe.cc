@@ -26,6 +26,7 @@ using Clock = std::chrono::steady_clock;
 constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
 constexpr int kRttRounds = 20;
 constexpr std::int64_t kMaxChunks = 256;
+constexpr int kStreams = 3;
 
 // gloo::rendezvous::Store over the rendezvous store (Context::connectFullMesh swaps addresses).
 class StoreAdapter : public gloo::rendezvous::Store {
@@ -99,7 +100,8 @@ class LinkTest {
   }
 
   // Returns bytes per second from sender to peer (sender; 0 on the receiver): one chunk to size
-  // the stream, then as many chunks as fit the budget, timed until the receiver acknowledges.
+  // the stream, then kStreams streams of as many chunks as fit the budget, each timed until the
+  // receiver acknowledges; the fastest counts.
   double Bandwidth() {
     std::vector<char> chunk(kChunkBytes, 1);
     auto data = context_.createUnboundBuffer(chunk.data(), chunk.size());
@@ -117,8 +119,13 @@ class LinkTest {
       count_buffer->recv(peer_, slot + 2);
       Wait(*count_buffer, false, timeout_);
     }
-    const double stream_s = Stream(*data, *ack_buffer, count, slot + 3);
-    return sender_ ? static_cast<double>(count) * kChunkBytes / stream_s : 0;
+    // The fastest of a few streams: on a shared host, noise only ever makes a stream slower.
+    double fastest_s = 0;
+    for (int i = 0; i < kStreams; ++i) {
+      const double stream_s = Stream(*data, *ack_buffer, count, slot + 3 + 20 * i);
+      fastest_s = i == 0 ? stream_s : std::min(fastest_s, stream_s);
+    }
+    return sender_ ? static_cast<double>(count) * kChunkBytes / fastest_s : 0;
   }
 
  private:

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# The job's status across two machines: two `ip netns` namespaces joined by a veth pair, one
+# accel-launch per namespace, 2 x 2 ranks of train.bin (real Gloo DDP). Checks that
+#   - `accel-launch status --json`, run in a shell on machine 1, lists all 4 ranks with steps;
+#   - it is refused without the job's token, and with a wrong one;
+#   - rank 3 (machine 1), slowed by SIGSTOP/SIGCONT cycles, is named a straggler on machine 0's
+#     console and by `accel-launch status` within one straggler window (plus one status
+#     interval for the publication to travel);
+#   - `accel-launch report` draws the step-time PNG and names rank 3 as the hot row.
+# Needs root (exit 77 = skipped, with the reason). Creates and removes its namespaces.
+# Usage: status_test.sh <accel-launch> <train.bin>
+set -euo pipefail
+launcher=$1
+train=$2
+if [[ $(id -u) -ne 0 ]]; then echo "SKIP: needs root for ip netns"; exit 77; fi
+command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
+command -v python3 >/dev/null || { echo "SKIP: python3 missing (reads the JSON)"; exit 77; }
+
+id=$(( $$ % 200 + 20 ))
+ns0=accel_stat_$$_0 ns1=accel_stat_$$_1
+addr0=10.217.$id.1 addr1=10.217.$id.2
+port=$(( 29600 + $$ % 300 ))
+work=$(mktemp -d)
+slower=
+cleanup() {
+  [[ -n $slower ]] && kill "$slower" 2>/dev/null || true
+  ip netns pids "$ns0" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+  ip netns pids "$ns1" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+  ip netns del "$ns0" 2>/dev/null || true
+  ip netns del "$ns1" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+ip netns add "$ns0" || { echo "SKIP: ip netns add failed (no CAP_SYS_ADMIN?)"; exit 77; }
+ip netns add "$ns1"
+ip link add "vst$$a" type veth peer name "vst$$b"
+ip link set "vst$$a" netns "$ns0"
+ip link set "vst$$b" netns "$ns1"
+ip -n "$ns0" addr add "$addr0/24" dev "vst$$a"
+ip -n "$ns1" addr add "$addr1/24" dev "vst$$b"
+for ns in "$ns0" "$ns1"; do ip -n "$ns" link set lo up; done
+ip -n "$ns0" link set "vst$$a" up
+ip -n "$ns1" link set "vst$$b" up
+
+window=6
+interval=1
+run_id=netns-status-$$
+sizes=(--input-dim 32 --hidden 64 --layers 3 --classes 4 --samples 4096 --batch-size 8
+       --steps 1000000 --optimizer sgd)
+common=(--use_cpu --num_machines 2 --num_processes 4 --main_process_ip "$addr0"
+        --main_process_port "$port" --rdzv_timeout 60 --run_id "$run_id" --hang_timeout 0
+        --status_interval "$interval" --straggler_window "$window")
+echo "secret-$$" > "$work/token"
+echo "wrong-$$" > "$work/wrong_token"
+for m in 0 1; do
+  ns_var=ns$m
+  timeout -s KILL 240 ip netns exec "${!ns_var}" "$launcher" "${common[@]}" --machine_rank $m \
+    --log_dir "$work/logs$m" --rdzv_token_file "$work/token" "$train" "${sizes[@]}" \
+    >"$work/m$m.log" 2>&1 &
+  eval "pid$m=\$!"
+done
+
+fail() {
+  echo "FAIL: $*"
+  echo "--- machine 0 (last 40 lines)"; tail -n 40 "$work/m0.log"
+  echo "--- machine 1 (last 20 lines)"; tail -n 20 "$work/m1.log"
+  exit 1
+}
+# `accel-launch status` in a shell on machine 1: finds the job from its run directory.
+status1() {
+  ip netns exec "$ns1" "$launcher" status "$work/logs1/$run_id" "$@"
+}
+# Prints "<ranks listed> <ranks with step > 0>" from the JSON on stdin.
+count_ranks() {
+  python3 -c 'import json,sys; j=json.load(sys.stdin); r=j["ranks"];
+print(len(r), sum(1 for x in r if x["step"] > 0))'
+}
+
+# 1. All 4 ranks, with steps, from machine 1.
+deadline=$(( SECONDS + 90 ))
+counts="0 0"
+while (( SECONDS < deadline )); do
+  if json=$(status1 --json 2>"$work/status.err"); then
+    counts=$(count_ranks <<<"$json")
+    [[ $counts == "4 4" ]] && break
+  fi
+  sleep 1
+done
+[[ $counts == "4 4" ]] || fail "status --json on machine 1 never listed 4 ranks with steps (got '$counts'): $(cat "$work/status.err")"
+echo "status --json on machine 1: 4 ranks, all stepping"
+status1 >"$work/table.txt" || fail "status (table) on machine 1 failed"
+cat "$work/table.txt"
+
+# 2. Refused without the token, and with a wrong one (machine 0's address and the run id).
+by_address=(status --run_id "$run_id" --main_process_ip "$addr0" --main_process_port "$port")
+rc=0; out=$(ip netns exec "$ns1" env -u ACCEL_RDZV_TOKEN "$launcher" "${by_address[@]}" --json 2>&1) || rc=$?
+[[ $rc -ne 0 && $out == *"refused"* ]] || fail "status without a token was not refused (exit $rc): $out"
+rc=0; out=$(ip netns exec "$ns1" "$launcher" "${by_address[@]}" --rdzv_token_file "$work/wrong_token" 2>&1) || rc=$?
+[[ $rc -ne 0 && $out == *"refused"* ]] || fail "status with a wrong token was not refused (exit $rc): $out"
+rc=0; ip netns exec "$ns1" "$launcher" "${by_address[@]}" --rdzv_token_file "$work/token" --json \
+  >/dev/null 2>&1 || rc=$?
+[[ $rc -eq 0 ]] || fail "status by address with the right token failed (exit $rc)"
+echo "status without the token: refused; with a wrong one: refused; with the right one: ok"
+
+# 3. Slow rank 3 (machine 1, local rank 1): stopped 300 ms of every 400 ms.
+sleep "$window"  # every rank measured over a full window first: no straggler yet
+grep -q "is a straggler" "$work/m0.log" && fail "a straggler was named before any rank was slowed"
+victim=$(status1 --json | python3 -c 'import json,sys; print([r["pid"] for r in json.load(sys.stdin)["ranks"] if r["rank"] == 3][0])')
+( while kill -STOP "$victim" 2>/dev/null; do sleep 0.3; kill -CONT "$victim" 2>/dev/null || exit 0; sleep 0.1; done ) &
+slower=$!
+slowed_at=$SECONDS
+console=
+named=
+deadline=$(( slowed_at + 3 * window ))
+while (( SECONDS < deadline )) && [[ -z $console || -z $named ]]; do
+  if [[ -z $console ]] && grep -q "rank 3 (machine 1.*is a straggler" "$work/m0.log"; then
+    console=$(( SECONDS - slowed_at ))
+  fi
+  if [[ -z $named ]] && status1 --json 2>/dev/null |
+      python3 -c 'import json,sys; sys.exit(0 if any(s["rank"] == 3 for s in json.load(sys.stdin)["stragglers"]) else 1)'; then
+    named=$(( SECONDS - slowed_at ))
+  fi
+  sleep 0.5
+done
+[[ -n $console ]] || fail "machine 0's console did not name rank 3 within $(( 3 * window )) s"
+[[ -n $named ]] || fail "accel-launch status did not name rank 3 within $(( 3 * window )) s"
+grep "is a straggler" "$work/m0.log" | head -n 3
+echo "rank 3 named on machine 0's console after ${console} s, by status after ${named} s (window ${window} s)"
+limit=$(( window + 2 * interval ))
+(( console <= limit )) || fail "console named rank 3 after ${console} s, more than one window (${limit} s)"
+(( named <= limit )) || fail "status named rank 3 after ${named} s, more than one window (${limit} s)"
+status1 >"$work/table2.txt" || true
+cat "$work/table2.txt"
+# Another rank named too would make the line meaningless.
+if grep -E "rank [012] \(machine .*is a straggler" "$work/m0.log"; then
+  fail "a rank that was not slowed was named a straggler"
+fi
+grep -q "status: .*slowest rank 3" "$work/m0.log" || fail "the status line never showed rank 3 as the slowest"
+
+# 4. The heat map shows it.
+sleep 4
+kill "$slower"; wait "$slower" 2>/dev/null || true; slower=
+kill -CONT "$victim" 2>/dev/null || true
+kill -INT "$pid0" 2>/dev/null || true
+wait "$pid0" 2>/dev/null || true
+wait "$pid1" 2>/dev/null || true
+report=$("$launcher" report "$work/logs0") || fail "accel-launch report failed: $report"
+echo "$report"
+png=$(sed -n 's/^wrote \([^ ]*\.png\).*/\1/p' <<<"$report")
+[[ -s $png ]] || fail "no PNG at '$png'"
+[[ $(head -c 8 "$png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "$png is not a PNG"
+grep -q "most own work per step: rank 3$" <<<"$report" || fail "the heat map's hot row is not rank 3"
+[[ -z $(ip netns pids "$ns0") && -z $(ip netns pids "$ns1") ]] || fail "processes left behind"
+echo "PASS"
