@@ -184,10 +184,16 @@ int StatusCommand(const std::vector<std::string>& args, const CliContext& contex
               /*program=*/true, /*launch_only=*/false, /*json=*/true};
   LaunchArgs parsed;
   if (int code = Parse(set, args, context, &parsed); code >= 0) return code;
-  if (parsed.program.size() > 1) {
-    *context.err << "accel-launch status: one run directory at most, got '" << parsed.program[1]
-                 << "'\n";
-    return kExitUsage;
+  if (parsed.program.size() > 1) {  // options after RUN_DIR: `status RUN_DIR --json`
+    set.program = false;
+    LaunchArgs after;
+    const std::vector<std::string> rest(parsed.program.begin() + 1, parsed.program.end());
+    if (int code = Parse(set, rest, context, &after); code >= 0) return code;
+    parsed.program.resize(1);
+    parsed.flags.insert(parsed.flags.end(), after.flags.begin(), after.flags.end());
+    parsed.json = parsed.json || after.json;
+    parsed.verbose = parsed.verbose || after.verbose;
+    if (!after.config_file.empty()) parsed.config_file = after.config_file;
   }
   StatusRequest request;
   request.run_dir = parsed.program.empty() ? "" : parsed.program.front();

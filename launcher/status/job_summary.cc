@@ -16,6 +16,11 @@ T LowerMedian(std::vector<T> values) {
   return values[(values.size() - 1) / 2];
 }
 
+// A rank is named only when its own work per step is also this much above the median's: below a
+// millisecond, scheduling noise on a busy host moves a rank's own work by tens of percent, and a
+// straggler that costs the job less than a millisecond per step is not worth a user's attention.
+constexpr double kMinExcessSeconds = 0.001;
+
 bool Measured(const RankStatus& r, double min_window_s) {
   return r.state != RankState::kExited && r.reports_progress && r.work_time_s > 0 &&
          r.window_s >= min_window_s;
@@ -79,7 +84,10 @@ std::vector<Straggler> FindStragglers(const std::vector<RankStatus>& ranks, doub
   for (const RankStatus& r : ranks) {
     if (r.state == RankState::kExited) continue;
     ++per_machine[r.machine_rank].first;
-    if (!Measured(r, min_window_s) || r.work_time_s <= (1 + threshold) * median) continue;
+    if (!Measured(r, min_window_s) || r.work_time_s <= (1 + threshold) * median ||
+        r.work_time_s - median < kMinExcessSeconds) {
+      continue;
+    }
     ++per_machine[r.machine_rank].second;
     slow_ranks.push_back(Straggler{r.rank, r.machine_rank, r.host, r.work_time_s, median,
                                    r.work_time_s / median - 1, r.steps_per_s, r.window_s});

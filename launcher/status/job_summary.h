@@ -2,7 +2,8 @@
 // line and `accel-launch status` print, and which ranks or machines are stragglers.
 //
 // A straggler is a rank whose own work per step over a full window is more than `threshold`
-// above the median rank's (the lower median: with two ranks, the faster one). When every rank of
+// above the median rank's (the lower median: with two ranks, the faster one), and at least 1 ms
+// above it. When every rank of
 // a machine with two or more ranks is one, the machine is named instead of its ranks (a slow
 // host). StragglerLog reports each one once, until it has recovered (work back below half the
 // threshold above the median). Pure functions and a plain class; not thread-safe.

@@ -92,5 +92,14 @@ TEST(JobSummaryTest, StragglerLogReportsOnceUntilRecovered) {
   EXPECT_EQ(log.Update(Job({0.1, 0.1, 0.1, 0.2}), 5).size(), 1u);  // a new episode
 }
 
+TEST(JobSummaryTest, SubMillisecondDifferencesAreNotStragglers) {
+  // 125 % more own work, but half a millisecond: scheduling noise, not a straggler.
+  EXPECT_TRUE(FindStragglers(Job({0.0004, 0.0004, 0.0004, 0.0009}), 0.25, 0).empty());
+  // The same ratio a millisecond and more above the median is one.
+  const std::vector<Straggler> found = FindStragglers(Job({0.004, 0.004, 0.004, 0.009}), 0.25, 0);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].rank, 3);
+}
+
 }  // namespace
 }  // namespace accel::launcher
