@@ -182,19 +182,22 @@ int StatusCommand(const std::vector<std::string>& args, const CliContext& contex
               "Show every rank of a running job (from any machine of it). RUN_DIR: its run "
               "directory; else --run_id, or the one running job found.",
               /*program=*/true, /*launch_only=*/false, /*json=*/true};
+  CliContext parse_only = context;  // logging starts once, after both parts are parsed
+  parse_only.init_logging = nullptr;
   LaunchArgs parsed;
-  if (int code = Parse(set, args, context, &parsed); code >= 0) return code;
+  if (int code = Parse(set, args, parse_only, &parsed); code >= 0) return code;
   if (parsed.program.size() > 1) {  // options after RUN_DIR: `status RUN_DIR --json`
     set.program = false;
     LaunchArgs after;
     const std::vector<std::string> rest(parsed.program.begin() + 1, parsed.program.end());
-    if (int code = Parse(set, rest, context, &after); code >= 0) return code;
+    if (int code = Parse(set, rest, parse_only, &after); code >= 0) return code;
     parsed.program.resize(1);
     parsed.flags.insert(parsed.flags.end(), after.flags.begin(), after.flags.end());
     parsed.json = parsed.json || after.json;
     parsed.verbose = parsed.verbose || after.verbose;
     if (!after.config_file.empty()) parsed.config_file = after.config_file;
   }
+  if (context.init_logging) context.init_logging(parsed.verbose);
   StatusRequest request;
   request.run_dir = parsed.program.empty() ? "" : parsed.program.front();
   request.config = Resolve(parsed, context).config;  // only where to look and the token

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# `accel-launch status` and `accel-launch report` against a real one-machine job (2 fake workers
+# that write progress), on 127.0.0.1: the table and the JSON from the run directory, the job found
+# from the log directory alone, a refused query without the job's token (the token the launcher
+# generated), and the heat map drawn from the job's step-time CSV.
+# Usage: status_test.sh <accel-launch> <fake_worker>
+set -euo pipefail
+launcher=$1
+fake=$2
+command -v python3 >/dev/null || { echo "SKIP: python3 missing (reads the JSON)"; exit 77; }
+work=$(mktemp -d)
+run_id=mp-status-$$
+job=
+cleanup() {
+  [[ -n $job ]] && kill -9 "$job" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*"
+  echo "--- launcher"; cat "$work/job.log"
+  exit 1
+}
+
+env -u ACCEL_RDZV_TOKEN timeout -s KILL 60 "$launcher" --use_cpu --num_processes 2 \
+  --run_id "$run_id" --log_dir "$work/logs" --status_interval 0.5 \
+  --straggler_window 2 "$fake" --progress=600 --sleep=2 >"$work/job.log" 2>&1 &
+job=$!
+run_dir=$work/logs/$run_id
+
+ranks_with_steps() {
+  python3 -c 'import json,sys; r=json.load(sys.stdin)["ranks"]; print(len(r), sum(1 for x in r if x["step"] > 0))'
+}
+counts="0 0"
+deadline=$(( SECONDS + 30 ))
+while (( SECONDS < deadline )); do
+  if json=$(env -u ACCEL_RDZV_TOKEN "$launcher" status "$run_dir" --json 2>"$work/err"); then
+    counts=$(ranks_with_steps <<<"$json")
+    [[ $counts == "2 2" ]] && break
+  fi
+  sleep 0.3
+done
+[[ $counts == "2 2" ]] || fail "status RUN_DIR --json never listed 2 ranks with steps ('$counts'): $(cat "$work/err")"
+grep -q '"state": "running"' <<<"$json" || fail "no running rank in: $json"
+
+# The table, the job found from the log directory alone.
+table=$(env -u ACCEL_RDZV_TOKEN "$launcher" status --log_dir "$work/logs") || fail "status --log_dir failed"
+echo "$table"
+[[ $(grep -cE "^ *[01] " <<<"$table") -ge 2 ]] || fail "the table has no row per rank"
+
+# No token, and a wrong one: refused by the rendezvous (exit 3). The job's store is found by its
+# address (a one-machine job's rendezvous listens on a free port: the job file says which).
+endpoint=$(sed -n 's/^store_endpoint=//p' "$run_dir/job")
+by_address=(status --run_id "$run_id" --main_process_ip "${endpoint%:*}" --main_process_port "${endpoint##*:}")
+rc=0; out=$(env -u ACCEL_RDZV_TOKEN "$launcher" "${by_address[@]}" 2>&1) || rc=$?
+[[ $rc -eq 3 && $out == *refused* ]] || fail "no token: exit $rc, '$out'"
+rc=0; out=$(ACCEL_RDZV_TOKEN=wrong "$launcher" "${by_address[@]}" 2>&1) || rc=$?
+[[ $rc -eq 3 && $out == *refused* ]] || fail "wrong token: exit $rc, '$out'"
+[[ $(stat -c %a "$run_dir/token") == 600 ]] || fail "the generated token file is not 0600"
+
+wait "$job" || fail "the job failed"
+job=
+[[ -s $run_dir/step_times.csv ]] || fail "no step_times.csv"
+report=$("$launcher" report "$work/logs") || fail "report failed: $report"
+echo "$report"
+png=$(sed -n 's/^wrote \([^ ]*\.png\).*/\1/p' <<<"$report")
+[[ $(head -c 8 "$png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "'$png' is not a PNG"
+rc=0; "$launcher" report "$work/nothing" >/dev/null 2>&1 || rc=$?
+[[ $rc -eq 2 ]] || fail "report without a CSV: exit $rc, expected 2"
+echo "PASS"
