@@ -181,6 +181,7 @@ void Accelerator::PrepareModule(std::shared_ptr<torch::nn::Module> module) {
     }
     worker::GradSyncOptions gs{s.options.first_bucket_bytes, s.options.bucket_bytes,
                                s.options.overlap, s.options.collective_timeout};
+    gs.progress = s.progress.get();
     s.grad_syncs.push_back(std::make_unique<worker::GradSync>(trainable, *s.comm, gs));
   }
   s.modules.push_back(std::move(module));

@@ -40,26 +40,36 @@ void ProgressFile::Write(std::uint64_t step) {
   __atomic_store_n(&words_[progress::kStepWord], step, __ATOMIC_RELEASE);
 }
 
+namespace {
+thread_local bool t_overlap_thread = false;  // collectives here overlap compute: not timed
+}  // namespace
+
+void ProgressFile::MarkOverlapThread() { t_overlap_thread = true; }
+
 void ProgressFile::CollectiveStarted() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (in_flight_++ == 0) since_ = std::chrono::steady_clock::now();
-  }
+  if (!t_overlap_thread) WaitStarted();
   __atomic_fetch_add(&words_[progress::kStartedWord], 1, __ATOMIC_RELEASE);
 }
 
 void ProgressFile::CollectiveDone() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (in_flight_ > 0 && --in_flight_ == 0) {
-      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now() - since_)
-                          .count();
-      __atomic_fetch_add(&words_[progress::kCollectiveNanosWord], static_cast<std::uint64_t>(ns),
-                         __ATOMIC_RELEASE);
-    }
-  }
+  if (!t_overlap_thread) WaitDone();
   __atomic_fetch_add(&words_[progress::kDoneWord], 1, __ATOMIC_RELEASE);
+}
+
+void ProgressFile::WaitStarted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (waiting_++ == 0) since_ = std::chrono::steady_clock::now();
+}
+
+void ProgressFile::WaitDone() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (waiting_ > 0 && --waiting_ == 0) {
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now() - since_)
+                        .count();
+    __atomic_fetch_add(&words_[progress::kCollectiveNanosWord], static_cast<std::uint64_t>(ns),
+                       __ATOMIC_RELEASE);
+  }
 }
 
 void ProgressFile::AddSamples(std::int64_t samples) {

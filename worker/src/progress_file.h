@@ -25,20 +25,30 @@ class ProgressFile {
 
   // Sets the step counter to `step`.
   void Write(std::uint64_t step);
-  // Counts a collective as started (before it is issued) and as done (after it completed). The
-  // time from the first of overlapping collectives starting to the last one completing is added
-  // to the collective time.
+  // Counts a collective as started (before it is issued) and as done (after it completed). A
+  // collective on the training thread is also a wait (below); one on a thread marked with
+  // MarkOverlapThread is only counted.
   void CollectiveStarted();
   void CollectiveDone();
+  // Brackets time the training thread is blocked on communication (a collective it runs, or
+  // DDP's end of backward waiting for the buckets of the communication thread). The time from
+  // the first of nested waits starting to the last one ending is added to the collective time:
+  // what is left of a step is the rank's own work, so a straggler's stopped or slow time counts
+  // as its own and its peers' waiting for it does not.
+  void WaitStarted();
+  void WaitDone();
+  // Marks the calling thread as one whose collectives overlap compute (DDP's communication
+  // thread): they are counted, not timed.
+  static void MarkOverlapThread();
   // Adds `samples` to the samples handed out.
   void AddSamples(std::int64_t samples);
 
  private:
   std::uint64_t* words_ = nullptr;  // the shared mapping
   int fd_ = -1;
-  std::mutex mu_;         // guards the two below (collectives run on two threads)
-  int in_flight_ = 0;     // collectives started and not done
-  std::chrono::steady_clock::time_point since_;  // when in_flight_ last became 1
+  std::mutex mu_;    // guards the two below
+  int waiting_ = 0;  // waits started and not done
+  std::chrono::steady_clock::time_point since_;  // when waiting_ last became 1
 };
 
 }  // namespace accel::worker

@@ -162,6 +162,7 @@ void GradSync::RunNextLocked(std::unique_lock<std::mutex>& lock) {
 }
 
 void GradSync::CommLoop() {
+  ProgressFile::MarkOverlapThread();  // its collectives overlap backward: not the step's wait
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     cv_.wait(lock, [&] { return stop_ || (!queue_.empty() && !busy_); });
@@ -174,6 +175,16 @@ void GradSync::EndBackward() {
   std::unique_lock<std::mutex> lock(mu_);
   if (!active_) return;
   active_ = false;
+  // From here the training thread waits for communication (the progress file's collective time).
+  struct WaitSpan {
+    explicit WaitSpan(ProgressFile* p) : progress(p) {
+      if (progress != nullptr) progress->WaitStarted();
+    }
+    ~WaitSpan() {
+      if (progress != nullptr) progress->WaitDone();
+    }
+    ProgressFile* progress;
+  } wait_span(options_.progress);
   for (Bucket& bucket : buckets_) bucket.pending = 0;  // the rest: unused params count as zero
   // What is left is run here, on the training thread, when the communication thread is idle:
   // backward is over, so there is nothing left to overlap with, and this saves two thread

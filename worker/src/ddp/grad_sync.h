@@ -32,6 +32,7 @@
 
 #include "accel/communicator.h"
 #include "accel/defaults.h"
+#include "worker/src/progress_file.h"
 
 namespace torch::autograd {
 struct Node;
@@ -44,6 +45,7 @@ struct GradSyncOptions {
   std::int64_t bucket_bytes = defaults::kBucketBytes;
   bool overlap = true;  // false: launch every bucket in EndBackward (for measuring overlap)
   std::chrono::milliseconds timeout = defaults::kCollectiveTimeout;
+  ProgressFile* progress = nullptr;  // may be null: times EndBackward as the training thread's wait
 };
 
 class GradSync {

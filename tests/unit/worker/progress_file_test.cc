@@ -1,0 +1,90 @@
+// Unit tests of the progress file's collective time: what the training thread waits for counts,
+// collectives overlapping backward on another thread do not, nested waits count once.
+#include "worker/src/progress_file.h"
+
+#include <chrono>
+#include <thread>
+
+#include "common/progress_record.h"
+#include "gtest/gtest.h"
+#include "tests/testing/files.h"
+
+namespace accel::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+progress::Record Read(const std::string& path) {
+  const std::string bytes = testing::ReadFile(path);
+  return progress::DecodeRecord(reinterpret_cast<const unsigned char*>(bytes.data()),
+                                bytes.size());
+}
+
+std::uint64_t Nanos(Clock::duration d) {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+}
+
+TEST(ProgressFileTest, CollectiveOnTheTrainingThreadIsTimed) {
+  testing::TempDir dir;
+  ProgressFile file(dir.path() + "/progress");
+  const auto start = Clock::now();
+  file.CollectiveStarted();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  file.CollectiveDone();
+  const std::uint64_t wall = Nanos(Clock::now() - start);
+  const progress::Record r = Read(dir.path() + "/progress");
+  ASSERT_TRUE(r.has_timing);
+  EXPECT_EQ(r.collectives_started, 1u);
+  EXPECT_EQ(r.collectives_done, 1u);
+  EXPECT_GE(r.collective_ns, 20'000'000u);
+  EXPECT_LE(r.collective_ns, wall);
+}
+
+TEST(ProgressFileTest, CollectiveOnAnOverlapThreadIsCountedNotTimed) {
+  testing::TempDir dir;
+  ProgressFile file(dir.path() + "/progress");
+  std::thread comm([&] {
+    ProgressFile::MarkOverlapThread();
+    file.CollectiveStarted();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    file.CollectiveDone();
+  });
+  comm.join();
+  const progress::Record r = Read(dir.path() + "/progress");
+  EXPECT_EQ(r.collectives_started, 1u);
+  EXPECT_EQ(r.collectives_done, 1u);
+  EXPECT_EQ(r.collective_ns, 0u);
+}
+
+TEST(ProgressFileTest, NestedWaitsCountOnce) {
+  testing::TempDir dir;
+  ProgressFile file(dir.path() + "/progress");
+  const auto start = Clock::now();
+  file.WaitStarted();  // DDP's end of backward
+  file.CollectiveStarted();
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  file.CollectiveDone();
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  file.WaitDone();
+  const std::uint64_t wall = Nanos(Clock::now() - start);
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));  // own work: not counted
+  const progress::Record r = Read(dir.path() + "/progress");
+  EXPECT_GE(r.collective_ns, 20'000'000u);
+  EXPECT_LE(r.collective_ns, wall);  // counted twice would exceed the wall time
+}
+
+TEST(ProgressFileTest, SamplesAddUp) {
+  testing::TempDir dir;
+  ProgressFile file(dir.path() + "/progress");
+  file.AddSamples(16);
+  file.AddSamples(0);
+  file.AddSamples(-3);
+  file.AddSamples(8);
+  file.Write(7);
+  const progress::Record r = Read(dir.path() + "/progress");
+  EXPECT_EQ(r.samples, 24u);
+  EXPECT_EQ(r.step, 7u);
+}
+
+}  // namespace
+}  // namespace accel::worker
