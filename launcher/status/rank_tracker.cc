@@ -1,5 +1,8 @@
 #include "launcher/status/rank_tracker.h"
 
+#include <algorithm>
+#include <array>
+#include <iterator>
 #include <utility>
 
 #include "launcher/process/hang.h"
@@ -18,6 +21,19 @@ double WorkSeconds(const progress::Record& from, const progress::Record& to, abs
   const double in_collectives =
       to.collective_ns >= from.collective_ns ? (to.collective_ns - from.collective_ns) * 1e-9 : 0;
   return wall > in_collectives ? wall - in_collectives : 0;
+}
+
+// Own work over (from, to]: wall time minus time waiting for communication, and at least the
+// time the rank was seen stopped (SIGSTOP, a debugger): a stopped rank holds its peers up even when
+// it was stopped inside a collective, where its wait would otherwise hide it. Stopped time is
+// estimated from the samples: an interval that ends in a stopped sample counts as stopped.
+template <typename It>
+double OwnSeconds(It from, It to) {
+  double stopped = 0;
+  for (It p = std::next(from); p != std::next(to); ++p) {
+    if (p->stopped) stopped += absl::ToDoubleSeconds(p->time - std::prev(p)->time);
+  }
+  return std::max(WorkSeconds(from->record, to->record, to->time - from->time), stopped);
 }
 
 }  // namespace
@@ -70,7 +86,7 @@ void RankTracker::Read(Tracked& t, absl::Time now) const {
   } else {
     t.changed = now;
   }
-  t.history.push_back(Point{now, *record});
+  t.history.push_back(Point{now, *record, t.stopped});
   while (t.history.size() >= 2 && t.history[1].time <= now - window_) t.history.pop_front();
 }
 
@@ -105,14 +121,15 @@ RankStatus RankTracker::Status(int rank, const Tracked& t, absl::Time now) const
     }
     if (steps > 0) {
       s.step_time_s = s.window_s / steps;
-      s.work_time_s = WorkSeconds(first.record, last.record, span) / steps;
+      s.work_time_s = OwnSeconds(t.history.begin(), std::prev(t.history.end())) / steps;
     }
     if (t.before.has_value()) {
       const std::uint64_t recent =
           last.record.step - std::min(t.before->record.step, last.record.step);
       s.interval_s = absl::ToDoubleSeconds(last.time - t.before->time);
       s.interval_steps = recent;
-      s.interval_work_s = WorkSeconds(t.before->record, last.record, last.time - t.before->time) /
+      const std::array<Point, 2> interval = {*t.before, last};
+      s.interval_work_s = OwnSeconds(interval.begin(), std::prev(interval.end())) /
                           static_cast<double>(std::max<std::uint64_t>(recent, 1));
     }
     if (last.record.in_collective() &&

@@ -45,6 +45,7 @@ class RankTracker {
   struct Point {
     absl::Time time;
     progress::Record record;
+    bool stopped = false;  // a process of the rank was stopped when this sample was taken
   };
   struct Tracked {
     int local_rank = 0;

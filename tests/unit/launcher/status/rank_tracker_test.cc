@@ -122,5 +122,27 @@ TEST_F(RankTrackerTest, AProgramWithoutARecordReportsNoProgress) {
   EXPECT_EQ(DescribeState(s), "no progress reported");
 }
 
+TEST_F(RankTrackerTest, TimeSeenStoppedIsOwnWorkEvenInsideACollective) {
+  tracker_.Started(3, 1, 100, "p3", t0_);
+  records_["p3"] = Rec(0, 0, 0, 0, 0);
+  tracker_.Sample(t0_);
+  // 2 s, 4 steps, 1.8 s of it waiting in collectives (it was stopped inside one): own work 0.2 s,
+  // but the second sample saw it stopped, so its second second is its own: 1 s / 4 steps.
+  records_["p3"] = Rec(2, 4, 4, 0.9, 0);
+  tracker_.Sample(t0_ + absl::Seconds(1));
+  stopped_[100] = true;
+  records_["p3"] = Rec(4, 8, 7, 1.8, 0);
+  tracker_.Sample(t0_ + absl::Seconds(2));
+  RankStatus s = Only(t0_ + absl::Seconds(2));
+  EXPECT_DOUBLE_EQ(s.work_time_s, 0.25);
+  EXPECT_DOUBLE_EQ(s.interval_work_s, 0.5);  // the last interval: 1 s stopped, 2 steps
+  // Not stopped: own work is the wall time less the wait.
+  stopped_[100] = false;
+  records_["p3"] = Rec(6, 12, 12, 2.7, 0);
+  tracker_.Sample(t0_ + absl::Seconds(3));
+  s = Only(t0_ + absl::Seconds(3));
+  EXPECT_NEAR(s.interval_work_s, 0.05, 1e-9);  // (1 s - 0.9 s) / 2 steps
+}
+
 }  // namespace
 }  // namespace accel::launcher
