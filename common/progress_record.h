@@ -5,7 +5,7 @@
 // counts say which collective a rank is in or has not reached), the nanoseconds during which at
 // least one collective was in flight (time spent communicating or waiting for peers: what is left
 // of a step is the rank's own work), the samples of the batches its prepared loaders handed out,
-// and one reserved word. Shorter files come from older writers: 8 bytes is a step count alone,
+// and when the wait in progress began (CLOCK_MONOTONIC nanoseconds; 0 = not waiting). Shorter files come from older writers: 8 bytes is a step count alone,
 // 32 bytes adds the collective counts. Standard library only and header-only: libaccel and the
 // launcher both include it.
 #ifndef ACCEL_COMMON_PROGRESS_RECORD_H_
@@ -21,6 +21,7 @@ inline constexpr int kStartedWord = 1;
 inline constexpr int kDoneWord = 2;
 inline constexpr int kCollectiveNanosWord = 3;
 inline constexpr int kSamplesWord = 4;
+inline constexpr int kWaitSinceWord = 5;
 inline constexpr int kWords = 6;
 inline constexpr std::size_t kFileBytes = kWords * 8;
 
@@ -30,6 +31,7 @@ struct Record {
   std::uint64_t collectives_done = 0;
   std::uint64_t collective_ns = 0;  // time with a collective in flight
   std::uint64_t samples = 0;        // samples of the batches handed out
+  std::uint64_t wait_since_ns = 0;  // CLOCK_MONOTONIC start of the wait in progress; 0 = none
   bool has_collectives = false;     // the file held the collective counts
   bool has_timing = false;          // the file held collective_ns and samples
 
@@ -64,6 +66,7 @@ inline Record DecodeRecord(const unsigned char* bytes, std::size_t size) {
     record.samples = DecodeWord(bytes, kSamplesWord);
     record.has_timing = true;
   }
+  if (size >= 6 * 8) record.wait_since_ns = DecodeWord(bytes, kWaitSinceWord);
   return record;
 }
 

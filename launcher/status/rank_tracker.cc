@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <cstdint>
 #include <iterator>
 #include <utility>
 
@@ -11,8 +13,21 @@
 namespace accel::launcher {
 namespace {
 
+// Progress: steps, collectives or samples moved (time spent waiting is not progress).
 bool Changed(const progress::Record& a, const progress::Record& b) {
-  return a != b || a.samples != b.samples || a.collective_ns != b.collective_ns;
+  return a != b || a.samples != b.samples;
+}
+
+// Adds the wait in progress (the writer adds a wait only when it ends) to the time waiting, so
+// that a window that ends inside a long wait does not count that wait as own work.
+progress::Record WithWaitSoFar(progress::Record record) {
+  if (record.wait_since_ns == 0) return record;
+  const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::steady_clock::now().time_since_epoch())
+                       .count();
+  const auto since = static_cast<std::int64_t>(record.wait_since_ns);
+  if (now > since) record.collective_ns += static_cast<std::uint64_t>(now - since);
+  return record;
 }
 
 // Own work over [from, to]: wall time minus time with a collective in flight (not below zero).
@@ -80,6 +95,7 @@ void RankTracker::Read(Tracked& t, absl::Time now) const {
   if (t.progress_path.empty()) return;
   std::optional<progress::Record> record = read_(t.progress_path);
   if (!record.has_value()) return;
+  record = WithWaitSoFar(*record);
   if (!t.history.empty()) {
     if (Changed(t.history.back().record, *record)) t.changed = now;
     t.before = t.history.back();

@@ -58,12 +58,21 @@ void ProgressFile::CollectiveDone() {
 
 void ProgressFile::WaitStarted() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (waiting_++ == 0) since_ = std::chrono::steady_clock::now();
+  if (waiting_++ != 0) return;
+  since_ = std::chrono::steady_clock::now();
+  // steady_clock is CLOCK_MONOTONIC: the launcher on this machine reads the same clock.
+  const auto since_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            since_.time_since_epoch())
+                            .count();
+  __atomic_store_n(&words_[progress::kWaitSinceWord], static_cast<std::uint64_t>(since_ns),
+                   __ATOMIC_RELEASE);
 }
 
 void ProgressFile::WaitDone() {
   std::lock_guard<std::mutex> lock(mu_);
   if (waiting_ > 0 && --waiting_ == 0) {
+    // A reader between these two stores misses this wait for a moment; it never counts it twice.
+    __atomic_store_n(&words_[progress::kWaitSinceWord], 0, __ATOMIC_RELEASE);
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::steady_clock::now() - since_)
                         .count();

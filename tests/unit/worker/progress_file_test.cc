@@ -86,5 +86,22 @@ TEST(ProgressFileTest, SamplesAddUp) {
   EXPECT_EQ(r.step, 7u);
 }
 
+TEST(ProgressFileTest, WaitInProgressSaysWhenItBegan) {
+  testing::TempDir dir;
+  ProgressFile file(dir.path() + "/progress");
+  EXPECT_EQ(Read(dir.path() + "/progress").wait_since_ns, 0u);
+  const std::uint64_t before = Nanos(Clock::now().time_since_epoch());
+  file.WaitStarted();
+  const std::uint64_t after = Nanos(Clock::now().time_since_epoch());
+  const progress::Record waiting = Read(dir.path() + "/progress");
+  EXPECT_GE(waiting.wait_since_ns, before);
+  EXPECT_LE(waiting.wait_since_ns, after);
+  EXPECT_EQ(waiting.collective_ns, 0u);  // added when the wait ends
+  file.WaitDone();
+  const progress::Record done = Read(dir.path() + "/progress");
+  EXPECT_EQ(done.wait_since_ns, 0u);
+  EXPECT_GT(done.collective_ns, 0u);
+}
+
 }  // namespace
 }  // namespace accel::worker

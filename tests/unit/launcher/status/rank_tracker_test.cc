@@ -2,6 +2,7 @@
 // rates are exact.
 #include "launcher/status/rank_tracker.h"
 
+#include <chrono>
 #include <map>
 #include <string>
 
@@ -142,6 +143,24 @@ TEST_F(RankTrackerTest, TimeSeenStoppedIsOwnWorkEvenInsideACollective) {
   tracker_.Sample(t0_ + absl::Seconds(3));
   s = Only(t0_ + absl::Seconds(3));
   EXPECT_NEAR(s.interval_work_s, 0.05, 1e-9);  // (1 s - 0.9 s) / 2 steps
+}
+
+TEST_F(RankTrackerTest, AWaitInProgressCountsAsWaiting) {
+  tracker_.Started(0, 0, 100, "p0", t0_);
+  records_["p0"] = Rec(0, 0, 0, 0, 0);
+  tracker_.Sample(t0_);
+  // 1 s later, 2 steps, no wait ended yet, but one has been going on for ~0.8 s (on the real
+  // monotonic clock, as the worker writes it): own work is at most 0.2 s, not 1 s.
+  progress::Record r = Rec(2, 3, 2, 0, 0);
+  r.wait_since_ns = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          (std::chrono::steady_clock::now() - std::chrono::milliseconds(800)).time_since_epoch())
+          .count());
+  records_["p0"] = r;
+  tracker_.Sample(t0_ + absl::Seconds(1));
+  const RankStatus s = Only(t0_ + absl::Seconds(1));
+  EXPECT_GT(s.work_time_s, 0);
+  EXPECT_LE(s.work_time_s, 0.1);  // (1 s - >= 0.8 s) / 2 steps
 }
 
 }  // namespace
