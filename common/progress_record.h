@@ -2,12 +2,12 @@
 // keeps up to date and the launcher reads for hang detection and the job's status. Six
 // little-endian 64-bit words, 48 bytes in all: the optimizer steps taken, the collectives
 // started and the collectives completed (all ranks issue collectives in the same order, so these
-// counts say which collective a rank is in or has not reached), the nanoseconds during which at
-// least one collective was in flight (time spent communicating or waiting for peers: what is left
-// of a step is the rank's own work), the samples of the batches its prepared loaders handed out,
-// and when the wait in progress began (CLOCK_MONOTONIC nanoseconds; 0 = not waiting). Shorter files come from older writers: 8 bytes is a step count alone,
-// 32 bytes adds the collective counts. Standard library only and header-only: libaccel and the
-// launcher both include it.
+// counts say which collective a rank is in or has not reached), the nanoseconds the training
+// thread waited for communication (its own collectives and DDP's end of backward: what is left of
+// a step is the rank's own work), the samples of the batches its prepared loaders handed out, and
+// when the wait in progress began (CLOCK_MONOTONIC nanoseconds; 0 = not waiting). Shorter files
+// come from older writers: 8 bytes is a step count alone, 32 bytes adds the collective counts.
+// Standard library only and header-only: libaccel and the launcher both include it.
 #ifndef ACCEL_COMMON_PROGRESS_RECORD_H_
 #define ACCEL_COMMON_PROGRESS_RECORD_H_
 
@@ -29,10 +29,10 @@ struct Record {
   std::uint64_t step = 0;
   std::uint64_t collectives_started = 0;
   std::uint64_t collectives_done = 0;
-  std::uint64_t collective_ns = 0;  // time with a collective in flight
+  bool has_collectives = false;     // the file held the collective counts
+  std::uint64_t collective_ns = 0;  // time waiting for communication (ended waits)
   std::uint64_t samples = 0;        // samples of the batches handed out
   std::uint64_t wait_since_ns = 0;  // CLOCK_MONOTONIC start of the wait in progress; 0 = none
-  bool has_collectives = false;     // the file held the collective counts
   bool has_timing = false;          // the file held collective_ns and samples
 
   // Returns true while a collective has started and not completed.

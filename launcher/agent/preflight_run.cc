@@ -27,17 +27,26 @@ std::vector<std::string> HelperArgv(const PreflightLaunch& launch, const std::st
   const RendezvousResult& joined = *launch.joined;
   std::vector<std::string> argv = {
       kHelperName,
-      "--rank", absl::StrCat(plan.machine_rank),
-      "--world", absl::StrCat(plan.num_machines),
-      "--store", joined.store_endpoint,
-      "--namespace", absl::StrCat(plan.run_id, "/", joined.attempt, "/preflight"),
-      "--address", joined.local_addr.empty() ? "127.0.0.1" : joined.local_addr,
-      "--transport", plan.backend == "nccl" ? "nccl" : "gloo",
-      "--bucket_bytes", absl::StrCat(defaults::kBucketBytes),
-      "--link_budget_ms", absl::StrCat(defaults::kPreflightLinkBudget.count()),
+      "--rank",
+      absl::StrCat(plan.machine_rank),
+      "--world",
+      absl::StrCat(plan.num_machines),
+      "--store",
+      joined.store_endpoint,
+      "--namespace",
+      absl::StrCat(plan.run_id, "/", joined.attempt, "/preflight"),
+      "--address",
+      joined.local_addr.empty() ? "127.0.0.1" : joined.local_addr,
+      "--transport",
+      plan.backend == "nccl" ? "nccl" : "gloo",
+      "--bucket_bytes",
+      absl::StrCat(defaults::kBucketBytes),
+      "--link_budget_ms",
+      absl::StrCat(defaults::kPreflightLinkBudget.count()),
       "--timeout_ms",
       absl::StrCat(std::chrono::milliseconds(defaults::kPreflightTimeout).count()),
-      "--out", out};
+      "--out",
+      out};
   if (!launch.config->tls_ca_file.empty()) {
     argv.push_back("--tls_ca");
     argv.push_back(launch.config->tls_ca_file);
@@ -118,13 +127,15 @@ absl::StatusOr<PreflightResult> RunPreflight(const PreflightLaunch& launch) {
 bool ReportPreflight(const PreflightResult& result, const Config& config, int machine_rank) {
   const std::vector<SlowLink> slow = FindSlowLinks(result, config.preflight_threshold);
   if (machine_rank == 0) {
-    NoticeBlock(absl::StrCat(kLogPrefix, FormatPreflight(result, slow, config.preflight_threshold)));
+    NoticeBlock(
+        absl::StrCat(kLogPrefix, FormatPreflight(result, slow, config.preflight_threshold)));
   } else {
     std::vector<std::string> names;
     for (const SlowLink& s : slow) names.push_back(absl::StrCat(s.from, "->", s.to));
-    Notice(absl::StrCat("network preflight: ", result.links.size(), " links measured; ",
-                        slow.empty() ? "none slow" : absl::StrCat("slow: ", absl::StrJoin(names, ", ")),
-                        " (machine 0 prints the matrix)"));
+    Notice(absl::StrCat(
+        "network preflight: ", result.links.size(), " links measured; ",
+        slow.empty() ? "none slow" : absl::StrCat("slow: ", absl::StrJoin(names, ", ")),
+        " (machine 0 prints the matrix)"));
   }
   if (!slow.empty() && config.strict) {
     Notice(absl::StrCat("network preflight: ", slow.size(),

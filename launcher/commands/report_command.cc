@@ -68,9 +68,9 @@ absl::StatusOr<std::string> FindStepTimes(const std::string& log_dir) {
   }
   ::globfree(&found);
   if (newest.empty()) {
-    return absl::NotFoundError(absl::StrCat(
-        "no ", kStepTimesFile, " in ", log_dir, " or its run directories (machine 0 writes it "
-        "while a job with a log_dir runs)"));
+    return absl::NotFoundError(absl::StrCat("no ", kStepTimesFile, " in ", log_dir,
+                                            " or its run directories (machine 0 writes it "
+                                            "while a job with a log_dir runs)"));
   }
   return newest;
 }
@@ -94,12 +94,12 @@ int RunReportCommand(const ReportRequest& request, std::ostream& out, std::ostre
   const std::string dir = csv->substr(0, csv->rfind('/'));
   const std::string data = absl::StrCat(dir, "/step_times.dat");
   const std::string script = absl::StrCat(dir, "/step_times.gp");
-  const std::string png = request.output.empty() ? absl::StrCat(dir, "/step_times.png")
-                                                 : request.output;
+  const std::string png =
+      request.output.empty() ? absl::StrCat(dir, "/step_times.png") : request.output;
   absl::Status written = WriteText(data, HeatMapData(map));
   if (written.ok()) {
-    written = WriteText(script, HeatMapScript(map, data, png,
-                                              absl::StrCat("own work per step, ", *csv)));
+    written =
+        WriteText(script, HeatMapScript(map, data, png, absl::StrCat("own work per step, ", *csv)));
   }
   if (!written.ok()) {
     err << "accel-launch report: " << written.message() << "\n";

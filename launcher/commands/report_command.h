@@ -18,7 +18,7 @@ namespace accel::launcher {
 
 struct ReportRequest {
   std::string log_dir;
-  std::string output;  // "" = step_times.png beside the CSV
+  std::string output;    // "" = step_times.png beside the CSV
   std::string path_env;  // PATH, to find gnuplot
 };
 

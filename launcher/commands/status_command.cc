@@ -4,7 +4,6 @@
 #include <signal.h>
 
 #include <cerrno>
-
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -38,7 +37,8 @@ std::string TempRoot(const StatusRequest& request) {
 std::vector<std::string> JobFiles(const StatusRequest& request, const std::string& run_id) {
   std::vector<std::string> out;
   if (!request.config.log_dir.empty()) {
-    for (std::string& f : Glob(absl::StrCat(request.config.log_dir, "/", run_id, "/", kJobFileName))) {
+    for (std::string& f :
+         Glob(absl::StrCat(request.config.log_dir, "/", run_id, "/", kJobFileName))) {
       out.push_back(std::move(f));
     }
   }
@@ -70,9 +70,9 @@ absl::StatusOr<JobFile> FindLiveJob(const StatusRequest& request) {
         request.config.log_dir.empty() ? "" : absl::StrCat(request.config.log_dir, " or "),
         TempRoot(request), "; name one: accel-launch status RUN_DIR, or --run_id ID"));
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      live.size(), " running jobs: ", absl::StrJoin(where, ", "),
-      "; name one: accel-launch status RUN_DIR, or --run_id ID"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(live.size(), " running jobs: ", absl::StrJoin(where, ", "),
+                   "; name one: accel-launch status RUN_DIR, or --run_id ID"));
 }
 
 }  // namespace
@@ -81,9 +81,9 @@ absl::StatusOr<JobFile> FindJob(const StatusRequest& request) {
   if (!request.run_dir.empty()) {
     absl::StatusOr<JobFile> job = ReadJobFile(absl::StrCat(request.run_dir, "/", kJobFileName));
     if (absl::IsNotFound(job.status())) {
-      return absl::NotFoundError(absl::StrCat(
-          "no job file in ", request.run_dir,
-          " (the run directory of a job holds one once its machines have joined)"));
+      return absl::NotFoundError(
+          absl::StrCat("no job file in ", request.run_dir,
+                       " (the run directory of a job holds one once its machines have joined)"));
     }
     return job;
   }
@@ -122,12 +122,12 @@ int RunStatusCommand(const StatusRequest& request, std::ostream& out, std::ostre
     return kExitUsage;
   }
   rendezvous::StoreClientOptions options;
-  options.tls_ca_path = request.config.tls_ca_file.empty() ? job->tls_ca_file
-                                                           : request.config.tls_ca_file;
+  options.tls_ca_path =
+      request.config.tls_ca_file.empty() ? job->tls_ca_file : request.config.tls_ca_file;
   options.rpc_deadline = absl::FromChrono(defaults::kStatusQueryDeadline);
   options.connect_timeout = options.rpc_deadline;
-  auto store = rendezvous::ConnectStore(job->store_endpoint, *token,
-                                        StatusNamespace(job->run_id), options);
+  auto store =
+      rendezvous::ConnectStore(job->store_endpoint, *token, StatusNamespace(job->run_id), options);
   absl::StatusOr<StoredJob> stored =
       store.ok() ? ReadJob(**store, job->run_id) : absl::StatusOr<StoredJob>(store.status());
   if (!stored.ok()) {
@@ -141,9 +141,8 @@ int RunStatusCommand(const StatusRequest& request, std::ostream& out, std::ostre
         << "\n";
     return absl::IsNotFound(s) ? kExitUsage : kExitRendezvous;
   }
-  const std::vector<Straggler> stragglers =
-      FindStragglers(stored->view.ranks, stored->info.straggler_threshold,
-                     0.9 * stored->info.straggler_window_s);
+  const std::vector<Straggler> stragglers = FindStragglers(
+      stored->view.ranks, stored->info.straggler_threshold, 0.9 * stored->info.straggler_window_s);
   out << (request.json ? FormatStatusJson(stored->view, stragglers)
                        : FormatStatusTable(stored->view, stragglers));
   return kExitOk;

@@ -69,7 +69,7 @@ struct Config {
   double straggler_threshold = defaults::kStragglerThreshold;  // fraction above the median
   bool preflight = false;  // measure every link between machines before training
   double preflight_threshold = defaults::kPreflightThreshold;  // fraction of the median link
-  std::string run_id;             // empty = generated
+  std::string run_id;                                          // empty = generated
 
   // Per-machine process count (num_processes / num_machines, validated to divide).
   int processes_per_machine() const { return num_processes / num_machines; }

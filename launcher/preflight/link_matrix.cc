@@ -28,7 +28,8 @@ template <typename Cell>
 std::string Matrix(const PreflightResult& r, const Cell& cell) {
   const int n = static_cast<int>(r.hosts.size());
   std::string out = absl::StrFormat("  %-8s", "from\\to");
-  for (int to = 0; to < n; ++to) absl::StrAppend(&out, absl::StrFormat("%12s", absl::StrCat("m", to)));
+  for (int to = 0; to < n; ++to)
+    absl::StrAppend(&out, absl::StrFormat("%12s", absl::StrCat("m", to)));
   out += "\n";
   for (int from = 0; from < n; ++from) {
     absl::StrAppend(&out, absl::StrFormat("  %-8s", absl::StrCat("m", from)));
@@ -60,8 +61,9 @@ std::string EncodePreflight(const PreflightResult& r) {
   std::string out = absl::StrCat("transport\t", r.transport, "\n");
   for (const std::string& h : r.hosts) absl::StrAppend(&out, "host\t", h, "\n");
   for (const LinkMeasure& l : r.links) {
-    absl::StrAppend(&out, "link\t", l.from, "\t", l.to, "\t", absl::StrFormat("%.6g", l.bytes_per_s),
-                    "\t", absl::StrFormat("%.6g", l.rtt_s), "\n");
+    absl::StrAppend(&out, "link\t", l.from, "\t", l.to, "\t",
+                    absl::StrFormat("%.6g", l.bytes_per_s), "\t", absl::StrFormat("%.6g", l.rtt_s),
+                    "\n");
   }
   absl::StrAppend(&out, "allreduce\t", r.allreduce_bytes, "\t",
                   absl::StrFormat("%.6g", r.allreduce_s), "\n");
@@ -132,27 +134,27 @@ std::string FormatPreflight(const PreflightResult& r, const std::vector<SlowLink
                     return absl::StrFormat("%.0f", l.rtt_s * 1e6);
                   }));
   if (r.allreduce_s > 0) {
-    absl::StrAppend(&out, absl::StrFormat(
-                              " all-reduce of %.1f MiB (the bucket size) over %d machines: %.4f s "
+    absl::StrAppend(
+        &out, absl::StrFormat(" all-reduce of %.1f MiB (the bucket size) over %d machines: %.4f s "
                               "(%.1f MB/s of bucket per second)\n",
                               r.allreduce_bytes / 1048576.0, n, r.allreduce_s,
                               r.allreduce_bytes / r.allreduce_s / 1e6));
   }
   for (const SlowLink& s : slow) {
-    absl::StrAppend(&out, absl::StrFormat(
-                              " SLOW LINK machine %d (%s) -> machine %d (%s): %s MB/s, %.0f%% of "
+    absl::StrAppend(
+        &out, absl::StrFormat(" SLOW LINK machine %d (%s) -> machine %d (%s): %s MB/s, %.0f%% of "
                               "the median link's %s MB/s (threshold %.0f%%)\n",
                               s.from, Host(r, s.from), s.to, Host(r, s.to), Mb(s.bytes_per_s),
-                              100 * s.bytes_per_s / s.median_bytes_per_s,
-                              Mb(s.median_bytes_per_s), 100 * threshold));
+                              100 * s.bytes_per_s / s.median_bytes_per_s, Mb(s.median_bytes_per_s),
+                              100 * threshold));
   }
   for (int m : SlowMachines(r, slow)) {
     absl::StrAppend(&out, " SLOW MACHINE ", m, " (", Host(r, m),
                     "): its links are slow in one direction to every other machine; its network "
                     "interface, cable or switch port is the likely cause\n");
   }
-  if (slow.empty()) absl::StrAppend(&out, " every link is within ", 100 * threshold,
-                                    "% of the median\n");
+  if (slow.empty())
+    absl::StrAppend(&out, " every link is within ", 100 * threshold, "% of the median\n");
   return out;
 }
 

@@ -32,17 +32,17 @@ using Clock = std::chrono::steady_clock;
 constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
 constexpr int kRttRounds = 20;
 
-#define ACCEL_CUDA(call)                                                                      \
-  do {                                                                                        \
-    if (cudaError_t e = (call); e != cudaSuccess) {                                           \
+#define ACCEL_CUDA(call)                                                                         \
+  do {                                                                                           \
+    if (cudaError_t e = (call); e != cudaSuccess) {                                              \
       return absl::UnavailableError(absl::StrCat("cuda: ", #call, ": ", cudaGetErrorString(e))); \
-    }                                                                                         \
+    }                                                                                            \
   } while (0)
-#define ACCEL_NCCL(call)                                                                      \
-  do {                                                                                        \
-    if (ncclResult_t r = (call); r != ncclSuccess) {                                          \
+#define ACCEL_NCCL(call)                                                                         \
+  do {                                                                                           \
+    if (ncclResult_t r = (call); r != ncclSuccess) {                                             \
       return absl::UnavailableError(absl::StrCat("nccl: ", #call, ": ", ncclGetErrorString(r))); \
-    }                                                                                         \
+    }                                                                                            \
   } while (0)
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }

@@ -106,8 +106,8 @@ absl::Status Run(const Args& a) {
   const char* token = std::getenv("ACCEL_RDZV_TOKEN");
   rendezvous::StoreClientOptions options;
   options.tls_ca_path = a.tls_ca;
-  auto store = rendezvous::ConnectStore(a.store, token != nullptr ? token : "", a.name_space,
-                                        options);
+  auto store =
+      rendezvous::ConnectStore(a.store, token != nullptr ? token : "", a.name_space, options);
   if (!store.ok()) return store.status();
   if (absl::Status s = (*store)->Set(absl::StrCat("address/", a.probe.rank), a.probe.address);
       !s.ok()) {

@@ -1,9 +1,9 @@
 // What accel-preflight measures on one machine, through one transport: the links out of this
 // machine (bandwidth: the fastest of three streams of 1 MiB messages, each about `link_budget`;
-// round trip of a one-byte message) and the time of an all-reduce of `bucket_bytes` over every machine. Every
-// machine runs the same probe; the links are measured one at a time, in the same order
-// everywhere, with a barrier between them, so that each measurement has the network to itself.
-// Every wait is bounded by `timeout`. The probe's transport adapter (gloo_probe.cc,
+// round trip of a one-byte message) and the time of an all-reduce of `bucket_bytes` over every
+// machine. Every machine runs the same probe; the links are measured one at a time, in the same
+// order everywhere, with a barrier between them, so that each measurement has the network to
+// itself. Every wait is bounded by `timeout`. The probe's transport adapter (gloo_probe.cc,
 // nccl_probe.cc) catches its library's exceptions and returns them as errors.
 #ifndef ACCEL_LAUNCHER_PREFLIGHT_PROBE_H_
 #define ACCEL_LAUNCHER_PREFLIGHT_PROBE_H_

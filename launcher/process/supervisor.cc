@@ -403,8 +403,8 @@ void AttemptRun::CompleteFailures() {
 
 AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& router,
                               const std::function<void(const WorkerFailure&)>& on_failure,
-                              const std::function<void(int signal)>& on_interrupt,
-                              JobProgress* job, WorkerObserver* observer) {
+                              const std::function<void(int signal)>& on_interrupt, JobProgress* job,
+                              WorkerObserver* observer) {
   AttemptRun attempt(options_, signals_, abort_, router, on_failure, on_interrupt, job, observer);
   return attempt.Run(std::move(workers));
 }

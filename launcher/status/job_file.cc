@@ -40,11 +40,11 @@ absl::Status WriteAtomically(const std::string& path, const std::string& text, m
 }  // namespace
 
 absl::Status WriteJobFile(const std::string& run_dir, const JobFile& job) {
-  const std::string text = absl::StrCat(
-      "run_id=", job.run_id, "\nstore_endpoint=", job.store_endpoint,
-      "\nmachine_rank=", job.machine_rank, "\nnum_machines=", job.num_machines,
-      "\ntoken_file=", job.token_file, "\ntls_ca_file=", job.tls_ca_file,
-      "\nlauncher_pid=", job.launcher_pid, "\n");
+  const std::string text =
+      absl::StrCat("run_id=", job.run_id, "\nstore_endpoint=", job.store_endpoint,
+                   "\nmachine_rank=", job.machine_rank, "\nnum_machines=", job.num_machines,
+                   "\ntoken_file=", job.token_file, "\ntls_ca_file=", job.tls_ca_file,
+                   "\nlauncher_pid=", job.launcher_pid, "\n");
   return WriteAtomically(absl::StrCat(run_dir, "/", kJobFileName), text, 0644);
 }
 

@@ -35,9 +35,9 @@ absl::StatusOr<JobInfo> ReadJobInfo(rendezvous::Store& store) {
 std::string StatusNamespace(const std::string& run_id) { return absl::StrCat(run_id, "/status"); }
 
 absl::Status PublishJobInfo(rendezvous::Store& store, const JobInfo& info) {
-  return store.Set(kJobKey, absl::StrCat(info.num_machines, "\t", info.world_size, "\t",
-                                         info.attempt, "\t", info.straggler_threshold, "\t",
-                                         info.straggler_window_s));
+  return store.Set(kJobKey,
+                   absl::StrCat(info.num_machines, "\t", info.world_size, "\t", info.attempt, "\t",
+                                info.straggler_threshold, "\t", info.straggler_window_s));
 }
 
 absl::Status PublishMachine(rendezvous::Store& store, const MachineStatus& machine) {

@@ -34,8 +34,8 @@ struct JobInfo {
 absl::Status PublishJobInfo(rendezvous::Store& store, const JobInfo& info);
 absl::Status PublishMachine(rendezvous::Store& store, const MachineStatus& machine);
 
-// Returns machine `machine_rank`'s last publication; NOT_FOUND when it has published none, DATA_LOSS
-// when it cannot be decoded, the store's error otherwise.
+// Returns machine `machine_rank`'s last publication; NOT_FOUND when it has published none,
+// DATA_LOSS when it cannot be decoded, the store's error otherwise.
 absl::StatusOr<MachineStatus> ReadMachine(rendezvous::Store& store, int machine_rank);
 
 // Returns the job: JobInfo, then every machine's ranks (those of the current attempt; machines

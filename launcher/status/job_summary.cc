@@ -137,9 +137,9 @@ std::vector<Straggler> StragglerLog::Update(const std::vector<RankStatus>& ranks
 
 std::string DescribeStraggler(const Straggler& s) {
   const std::string who =
-      s.rank >= 0 ? absl::StrCat("rank ", s.rank, " (machine ", s.machine_rank, ", host ", s.host,
-                                 ")")
-                  : absl::StrCat("machine ", s.machine_rank, " (host ", s.host, ")");
+      s.rank >= 0
+          ? absl::StrCat("rank ", s.rank, " (machine ", s.machine_rank, ", host ", s.host, ")")
+          : absl::StrCat("machine ", s.machine_rank, " (host ", s.host, ")");
   const std::string what = s.rank >= 0 ? "" : "every rank is slow; the slowest does ";
   return absl::StrFormat(
       "%s is a straggler: %s%.4f s of own work per step, %.0f%% more than the median rank's "

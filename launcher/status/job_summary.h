@@ -34,7 +34,7 @@ struct JobSummary {
   // The rank with the most own work per step, measured over a window, and how it compares.
   std::optional<int> slowest_rank;
   int slowest_machine = 0;
-  double slowest_slower = 0;  // its work per step / the median's - 1 (0.6 = 60 % slower)
+  double slowest_slower = 0;         // its work per step / the median's - 1 (0.6 = 60 % slower)
   std::uint64_t slowest_behind = 0;  // steps behind the most advanced rank
   // How long ago the least recently advanced reporting rank advanced ("every rank advanced
   // within"); negative when no rank reports progress.

@@ -16,8 +16,8 @@ constexpr std::size_t kRankFields = 21;
 // Returns `text` with tabs and line breaks replaced, so it fits one field.
 std::string Clean(absl::string_view text) {
   std::string out(text);
-  std::replace_if(out.begin(), out.end(), [](char c) { return c == '\t' || c == '\n' || c == '\r'; },
-                  ' ');
+  std::replace_if(
+      out.begin(), out.end(), [](char c) { return c == '\t' || c == '\n' || c == '\r'; }, ' ');
   return out;
 }
 
@@ -28,8 +28,8 @@ std::string EncodeRank(const RankStatus& r) {
       absl::StrCat(r.step, "\t", r.samples, "\t", r.collective, "\t", r.window_s, "\t",
                    r.steps_per_s, "\t", r.samples_per_s, "\t", r.step_time_s, "\t"),
       absl::StrCat(r.work_time_s, "\t", r.interval_s, "\t", r.interval_work_s, "\t",
-                   r.interval_steps, "\t", r.progress_age_s, "\t", r.exit_code, "\t",
-                   r.exit_signal, "\n"));
+                   r.interval_steps, "\t", r.progress_age_s, "\t", r.exit_code, "\t", r.exit_signal,
+                   "\n"));
 }
 
 std::optional<RankStatus> DecodeRank(absl::string_view line) {
@@ -78,8 +78,9 @@ std::string DescribeState(const RankStatus& r) {
     case RankState::kWaiting:
       return absl::StrCat("waiting in collective ", r.collective);
     case RankState::kExited:
-      return r.exit_signal != 0 ? absl::StrCat("killed by ", DescribeExit(ExitStatus{0, r.exit_signal}))
-                                : absl::StrCat("exited with code ", r.exit_code);
+      return r.exit_signal != 0
+                 ? absl::StrCat("killed by ", DescribeExit(ExitStatus{0, r.exit_signal}))
+                 : absl::StrCat("exited with code ", r.exit_code);
     case RankState::kStarting:
     case RankState::kRunning:
       if (!r.reports_progress && r.state == RankState::kRunning) return "no progress reported";
@@ -91,8 +92,8 @@ std::string DescribeState(const RankStatus& r) {
 }
 
 std::string EncodeMachineStatus(const MachineStatus& machine) {
-  std::string out =
-      absl::StrCat(kMagic, "\t", machine.machine_rank, "\t", machine.attempt, "\t", machine.seq, "\n");
+  std::string out = absl::StrCat(kMagic, "\t", machine.machine_rank, "\t", machine.attempt, "\t",
+                                 machine.seq, "\n");
   for (const RankStatus& r : machine.ranks) out += EncodeRank(r);
   return out;
 }

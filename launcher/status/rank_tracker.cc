@@ -117,10 +117,10 @@ RankStatus RankTracker::Status(int rank, const Tracked& t, absl::Time now) const
   s.reports_progress = !t.history.empty();
   // A program that writes no progress record is "starting" for a while, then "no progress
   // reported" (kRunning without a record): it may well be working.
-  s.state = s.reports_progress ||
-                    now - t.started >= absl::FromChrono(defaults::kStatusNoProgressAfter)
-                ? RankState::kRunning
-                : RankState::kStarting;
+  s.state =
+      s.reports_progress || now - t.started >= absl::FromChrono(defaults::kStatusNoProgressAfter)
+          ? RankState::kRunning
+          : RankState::kStarting;
   if (!t.history.empty()) {
     const Point& last = t.history.back();
     const Point& first = t.history.front();
@@ -132,8 +132,8 @@ RankStatus RankTracker::Status(int rank, const Tracked& t, absl::Time now) const
     const std::uint64_t steps = last.record.step - std::min(first.record.step, last.record.step);
     if (span > absl::ZeroDuration()) {
       s.steps_per_s = steps / s.window_s;
-      s.samples_per_s = (last.record.samples - std::min(first.record.samples, last.record.samples)) /
-                        s.window_s;
+      s.samples_per_s =
+          (last.record.samples - std::min(first.record.samples, last.record.samples)) / s.window_s;
     }
     if (steps > 0) {
       s.step_time_s = s.window_s / steps;

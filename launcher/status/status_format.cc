@@ -27,13 +27,14 @@ std::string RankJson(const RankStatus& r) {
   return absl::StrCat(
       "{\"rank\": ", r.rank, ", \"machine\": ", r.machine_rank, ", \"host\": ", JsonQuote(r.host),
       ", \"local_rank\": ", r.local_rank, ", \"pid\": ", r.pid,
-      ", \"state\": ", JsonQuote(StateName(r.state)), ", \"description\": ",
-      JsonQuote(DescribeState(r)), ", \"reports_progress\": ", r.reports_progress ? "true" : "false",
-      ", \"step\": ", r.step, ", \"samples\": ", r.samples, ", \"steps_per_s\": ",
-      Number(r.steps_per_s), ", \"samples_per_s\": ", Number(r.samples_per_s),
+      ", \"state\": ", JsonQuote(StateName(r.state)),
+      ", \"description\": ", JsonQuote(DescribeState(r)),
+      ", \"reports_progress\": ", r.reports_progress ? "true" : "false", ", \"step\": ", r.step,
+      ", \"samples\": ", r.samples, ", \"steps_per_s\": ", Number(r.steps_per_s),
+      ", \"samples_per_s\": ", Number(r.samples_per_s),
       ", \"step_time_s\": ", Number(r.step_time_s), ", \"work_time_s\": ", Number(r.work_time_s),
-      ", \"window_s\": ", Number(r.window_s), ", \"last_progress_age_s\": ",
-      Number(r.progress_age_s), ", \"exit_code\": ",
+      ", \"window_s\": ", Number(r.window_s),
+      ", \"last_progress_age_s\": ", Number(r.progress_age_s), ", \"exit_code\": ",
       r.state == RankState::kExited && r.exit_signal == 0 ? absl::StrCat(r.exit_code) : "null",
       ", \"exit_signal\": ",
       r.state == RankState::kExited && r.exit_signal != 0 ? absl::StrCat(r.exit_signal) : "null",
@@ -41,21 +42,21 @@ std::string RankJson(const RankStatus& r) {
 }
 
 std::string StragglerJson(const Straggler& s) {
-  return absl::StrCat("{\"rank\": ", s.rank >= 0 ? absl::StrCat(s.rank) : "null",
-                      ", \"machine\": ", s.machine_rank, ", \"host\": ", JsonQuote(s.host),
-                      ", \"work_time_s\": ", Number(s.work_time_s), ", \"median_work_time_s\": ",
-                      Number(s.median_work_s), ", \"slower\": ", Number(s.slower),
-                      ", \"steps_per_s\": ", Number(s.steps_per_s), ", \"window_s\": ",
-                      Number(s.window_s), ", \"description\": ", JsonQuote(DescribeStraggler(s)),
-                      "}");
+  return absl::StrCat(
+      "{\"rank\": ", s.rank >= 0 ? absl::StrCat(s.rank) : "null", ", \"machine\": ", s.machine_rank,
+      ", \"host\": ", JsonQuote(s.host), ", \"work_time_s\": ", Number(s.work_time_s),
+      ", \"median_work_time_s\": ", Number(s.median_work_s), ", \"slower\": ", Number(s.slower),
+      ", \"steps_per_s\": ", Number(s.steps_per_s), ", \"window_s\": ", Number(s.window_s),
+      ", \"description\": ", JsonQuote(DescribeStraggler(s)), "}");
 }
 
 std::string SummaryJson(const JobSummary& s) {
   return absl::StrCat(
-      "{\"ranks\": ", s.ranks, ", \"reporting\": ", s.reporting, ", \"no_progress\": ",
-      s.no_progress, ", \"stopped\": ", s.stopped, ", \"exited\": ", s.exited, ", \"step\": ",
-      s.step, ", \"steps_per_s\": ", Number(s.steps_per_s), ", \"samples_per_s\": ",
-      s.has_samples ? Number(s.samples_per_s) : "null",
+      "{\"ranks\": ", s.ranks, ", \"reporting\": ", s.reporting,
+      ", \"no_progress\": ", s.no_progress, ", \"stopped\": ", s.stopped,
+      ", \"exited\": ", s.exited, ", \"step\": ", s.step,
+      ", \"steps_per_s\": ", Number(s.steps_per_s),
+      ", \"samples_per_s\": ", s.has_samples ? Number(s.samples_per_s) : "null",
       ", \"slowest_rank\": ", s.slowest_rank.has_value() ? absl::StrCat(*s.slowest_rank) : "null",
       ", \"slowest_slower\": ", s.slowest_rank.has_value() ? Number(s.slowest_slower) : "null",
       ", \"slowest_steps_behind\": ",
@@ -121,13 +122,12 @@ std::string FormatStatusJson(const JobView& job, const std::vector<Straggler>& s
   for (const RankStatus& r : job.ranks) ranks.push_back(RankJson(r));
   std::vector<std::string> slow;
   for (const Straggler& s : stragglers) slow.push_back(StragglerJson(s));
-  return absl::StrCat("{\"run_id\": ", JsonQuote(job.run_id), ", \"attempt\": ", job.attempt,
-                      ", \"num_machines\": ", job.num_machines, ", \"world_size\": ",
-                      job.world_size, ", \"silent_machines\": [",
-                      absl::StrJoin(job.silent_machines, ", "), "], \"summary\": ",
-                      SummaryJson(Summarize(job.ranks)), ", \"stragglers\": [",
-                      absl::StrJoin(slow, ", "), "], \"ranks\": [", absl::StrJoin(ranks, ", "),
-                      "]}\n");
+  return absl::StrCat(
+      "{\"run_id\": ", JsonQuote(job.run_id), ", \"attempt\": ", job.attempt,
+      ", \"num_machines\": ", job.num_machines, ", \"world_size\": ", job.world_size,
+      ", \"silent_machines\": [", absl::StrJoin(job.silent_machines, ", "),
+      "], \"summary\": ", SummaryJson(Summarize(job.ranks)), ", \"stragglers\": [",
+      absl::StrJoin(slow, ", "), "], \"ranks\": [", absl::StrJoin(ranks, ", "), "]}\n");
 }
 
 }  // namespace accel::launcher

@@ -138,8 +138,8 @@ std::string HeatMapData(const HeatMap& map) {
   const std::size_t bins = map.cells.empty() ? 0 : map.cells[0].size();
   for (std::size_t b = 0; b < bins; ++b) {
     for (std::size_t i = 0; i < map.ranks.size(); ++i) {
-      absl::StrAppend(&out, absl::StrFormat("%.3f %d %.6f\n", b * map.bin_s, map.ranks[i],
-                                            map.cells[i][b]));
+      absl::StrAppend(
+          &out, absl::StrFormat("%.3f %d %.6f\n", b * map.bin_s, map.ranks[i], map.cells[i][b]));
     }
     out += "\n";
   }
@@ -150,14 +150,14 @@ std::string HeatMapScript(const HeatMap& map, const std::string& data_path,
                           const std::string& png_path, const std::string& title) {
   const int rows = static_cast<int>(map.ranks.size());
   return absl::StrCat(
-      "set terminal png size 1000,", std::clamp(160 + 28 * rows, 300, 1400), "\n",
-      "set output ", GnuplotQuote(png_path), "\n", "set title ", GnuplotQuote(title),
-      " noenhanced\n", "set xlabel 'time (s)'\n", "set ylabel 'rank'\n",
-      "set cblabel 'own work per step (s): step time minus time in collectives'\n",
-      "set ytics 1\n", "set yrange [", map.ranks.empty() ? -0.5 : map.ranks.front() - 0.5, ":",
+      "set terminal png size 1000,", std::clamp(160 + 28 * rows, 300, 1400), "\n", "set output ",
+      GnuplotQuote(png_path), "\n", "set title ", GnuplotQuote(title), " noenhanced\n",
+      "set xlabel 'time (s)'\n", "set ylabel 'rank'\n",
+      "set cblabel 'own work per step (s): step time minus time in collectives'\n", "set ytics 1\n",
+      "set yrange [", map.ranks.empty() ? -0.5 : map.ranks.front() - 0.5, ":",
       map.ranks.empty() ? 0.5 : map.ranks.back() + 0.5, "]\n",
-      "set palette defined (0 '#ffffff', 1 '#ffd24d', 2 '#e8590c', 3 '#8b0000')\n",
-      "plot ", GnuplotQuote(data_path), " using 1:2:3 with image notitle\n");
+      "set palette defined (0 '#ffffff', 1 '#ffd24d', 2 '#e8590c', 3 '#8b0000')\n", "plot ",
+      GnuplotQuote(data_path), " using 1:2:3 with image notitle\n");
 }
 
 }  // namespace accel::launcher

@@ -61,9 +61,8 @@ void ProgressFile::WaitStarted() {
   if (waiting_++ != 0) return;
   since_ = std::chrono::steady_clock::now();
   // steady_clock is CLOCK_MONOTONIC: the launcher on this machine reads the same clock.
-  const auto since_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            since_.time_since_epoch())
-                            .count();
+  const auto since_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(since_.time_since_epoch()).count();
   __atomic_store_n(&words_[progress::kWaitSinceWord], static_cast<std::uint64_t>(since_ns),
                    __ATOMIC_RELEASE);
 }

@@ -46,8 +46,8 @@ class ProgressFile {
  private:
   std::uint64_t* words_ = nullptr;  // the shared mapping
   int fd_ = -1;
-  std::mutex mu_;    // guards the two below
-  int waiting_ = 0;  // waits started and not done
+  std::mutex mu_;                                // guards the two below
+  int waiting_ = 0;                              // waits started and not done
   std::chrono::steady_clock::time_point since_;  // when waiting_ last became 1
 };
 

@@ -16,12 +16,12 @@ using Clock = std::chrono::steady_clock;
 
 progress::Record Read(const std::string& path) {
   const std::string bytes = testing::ReadFile(path);
-  return progress::DecodeRecord(reinterpret_cast<const unsigned char*>(bytes.data()),
-                                bytes.size());
+  return progress::DecodeRecord(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
 }
 
 std::uint64_t Nanos(Clock::duration d) {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
 }
 
 TEST(ProgressFileTest, CollectiveOnTheTrainingThreadIsTimed) {

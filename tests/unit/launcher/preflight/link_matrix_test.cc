@@ -25,9 +25,9 @@ PreflightResult Result(int world, int slow_from, double slow_mb) {
 }
 
 TEST(LinkMatrixTest, LinkOrderIsEveryOrderedPairOnce) {
-  EXPECT_THAT(LinkOrder(3), ElementsAre(std::make_pair(0, 1), std::make_pair(0, 2),
-                                        std::make_pair(1, 0), std::make_pair(1, 2),
-                                        std::make_pair(2, 0), std::make_pair(2, 1)));
+  EXPECT_THAT(LinkOrder(3),
+              ElementsAre(std::make_pair(0, 1), std::make_pair(0, 2), std::make_pair(1, 0),
+                          std::make_pair(1, 2), std::make_pair(2, 0), std::make_pair(2, 1)));
   EXPECT_TRUE(LinkOrder(1).empty());
 }
 
@@ -88,7 +88,8 @@ TEST(LinkMatrixTest, ReportHasBothMatricesTheAllReduceAndTheVerdicts) {
   EXPECT_THAT(text, HasSubstr("round trip, microseconds"));
   EXPECT_THAT(text, HasSubstr("m2             100.0       100.0           -"));
   EXPECT_THAT(text, HasSubstr("all-reduce of 25.0 MiB"));
-  EXPECT_THAT(text, HasSubstr("SLOW LINK machine 2 (10.0.0.3) -> machine 0 (10.0.0.1): 100.0 MB/s"));
+  EXPECT_THAT(text,
+              HasSubstr("SLOW LINK machine 2 (10.0.0.3) -> machine 0 (10.0.0.1): 100.0 MB/s"));
   EXPECT_THAT(text, HasSubstr("SLOW MACHINE 2"));
   const PreflightResult fine = Result(3, -1, 0);
   const std::string ok = FormatPreflight(fine, FindSlowLinks(fine, 0.5), 0.5);

@@ -88,7 +88,7 @@ TEST(JobSummaryTest, StragglerLogReportsOnceUntilRecovered) {
   EXPECT_EQ(log.current().size(), 1u);
   EXPECT_TRUE(log.Update(Job({0.1, 0.1, 0.1, 0.115}), 5).empty());  // between: no news
   EXPECT_TRUE(log.Update(Job({0.1, 0.1, 0.1, 0.2}), 5).empty());
-  EXPECT_TRUE(log.Update(Job({0.1, 0.1, 0.1, 0.1}), 5).empty());  // recovered
+  EXPECT_TRUE(log.Update(Job({0.1, 0.1, 0.1, 0.1}), 5).empty());   // recovered
   EXPECT_EQ(log.Update(Job({0.1, 0.1, 0.1, 0.2}), 5).size(), 1u);  // a new episode
 }
 

@@ -15,13 +15,14 @@ namespace {
 class RankTrackerTest : public ::testing::Test {
  protected:
   RankTrackerTest()
-      : tracker_(1, "node1", absl::Seconds(4),
-                 [this](const std::string& path) -> std::optional<progress::Record> {
-                   auto it = records_.find(path);
-                   if (it == records_.end()) return std::nullopt;
-                   return it->second;
-                 },
-                 [this](pid_t pid) { return stopped_[pid]; }) {}
+      : tracker_(
+            1, "node1", absl::Seconds(4),
+            [this](const std::string& path) -> std::optional<progress::Record> {
+              auto it = records_.find(path);
+              if (it == records_.end()) return std::nullopt;
+              return it->second;
+            },
+            [this](pid_t pid) { return stopped_[pid]; }) {}
 
   static progress::Record Rec(std::uint64_t step, std::uint64_t started, std::uint64_t done,
                               double collective_s, std::uint64_t samples) {
