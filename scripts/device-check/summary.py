@@ -50,33 +50,44 @@ def reason_from_log(out, step):
     return " | ".join((hits or lines[-3:])[:4])[:600]
 
 
+def case_detail(output):
+    """The reason a case gives: a Python case's SKIPPED:/FAILED:/PASSED: line, or the line after
+    GoogleTest's "file:line: Skipped" / "file:line: Failure"."""
+    lines = output.splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        line = lines[i].strip()
+        if line.startswith(("SKIPPED:", "FAILED:", "PASSED:")):
+            return line[:300]
+        if line.endswith((": Skipped", ": Failure")):
+            after = [x.strip() for x in lines[i + 1:i + 3] if x.strip() not in ("", "Failed")]
+            return (line.rsplit(":", 1)[1].strip() + ": " + " ".join(after[:1]))[:300]
+    return ""
+
+
 def read_cases(path):
     """[{name, result, seconds, detail}] from CTest's JUnit XML; result is passed, failed,
-    skipped (the test said so: SKIP_RETURN_CODE) or not run (CTest did not run it)."""
+    skipped (the case said so: exit 77, SKIP_RETURN_CODE) or not run (CTest did not run it: a
+    missing executable, a fixture whose setup failed)."""
     if not os.path.exists(path):
         return None
     cases = []
     for tc in ET.parse(path).getroot().iter("testcase"):
         status = tc.get("status", "")
         skipped = tc.find("skipped")
-        failure = tc.find("failure")
-        out = tc.findtext("system-out") or ""
-        if failure is not None or status == "fail":
+        output = tc.findtext("system-out") or ""
+        if tc.find("failure") is not None or status == "fail":
             result = "failed"
         elif status == "run":
             result = "passed"
-        elif skipped is not None and "Skipped" in (skipped.get("message") or "") + out[-200:]:
+        elif skipped is not None and (skipped.get("message") or "").startswith("SKIP_"):
             result = "skipped"
         else:
             result = "not run"
-        why = ""
-        for line in reversed(out.splitlines()):
-            if line.startswith(("SKIPPED:", "FAILED:", "PASSED:")) or "Skipped" in line or \
-                    "Failure" in line:
-                why = line.strip()
-                break
+        detail = case_detail(output)
+        if result == "not run" and skipped is not None:
+            detail = skipped.get("message") or detail
         cases.append({"name": tc.get("name"), "result": result,
-                      "seconds": float(tc.get("time") or 0), "detail": why[:300]})
+                      "seconds": float(tc.get("time") or 0), "detail": detail})
     return cases
 
 
@@ -88,6 +99,10 @@ def nccl_verdict(cases):
         return "not checked"
     if all(r == "skipped" for r in ours + [control]):
         return "not checked (no GPU)"
+    details = [c["detail"] for c in cases if c["name"].startswith("GpuNcclTest.")
+               or c["name"] == "gpu_py_torch_nccl_control"]
+    if all("skip counted as a failure" in d for d in details):
+        return "NOT CHECKED: no GPU here (every skip counted as a failure)"
     ours_ok = all(r == "passed" for r in ours)
     if ours_ok and control == "passed":
         return "ok: libaccel's NCCL and torch's both pass"
@@ -155,9 +170,10 @@ def print_table(s):
     for st in s["steps"]:
         print(f"{st['step']:<11}{st['status']:<9}{st['seconds']:>5}  {st['reason'][:90]}")
     if s["cases"] is not None:
-        print(f"\n{'case':<56}{'result':<9}{'s':>6}")
+        print(f"\n{'case':<63} {'result':<8}{'s':>6}  why")
         for c in s["cases"]:
-            print(f"{c['name']:<56}{c['result']:<9}{c['seconds']:>6.1f}")
+            why = c["detail"] if c["result"] != "passed" else ""
+            print(f"{c['name']:<63} {c['result']:<8}{c['seconds']:>6.1f}  {why[:100]}")
         n = s["case_counts"]
         print(f"cases: {n['passed']} passed, {n['failed']} failed, {n['skipped']} skipped, "
               f"{n['not run']} not run")

@@ -17,7 +17,7 @@ def required():
 
 def skip(why):
     if required():
-        fail(f"skipped on a machine that must run every gpu test ({REQUIRE_ENV} is set): {why}")
+        fail(f"skip counted as a failure ({REQUIRE_ENV} is set): {why}")
     print(f"SKIPPED: {why}", flush=True)
     sys.exit(SKIP_EXIT)
 
