@@ -28,21 +28,29 @@ ctld_port=$((20000 + 16#$hash % 4000 * 2))
 
 log() { echo "cluster.sh: $*"; }
 
-# Sends TERM to the pid in FILE (when it is alive), waits up to 5 s, then KILL.
-stop_pidfile() {
-  local file=$1 pid
-  [[ -s $file ]] || return 0
-  pid=$(<"$file")
-  kill -TERM "$pid" 2>/dev/null || return 0
-  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
-  kill -KILL "$pid" 2>/dev/null || true
+# Sends TERM to the daemons whose pid files are given (those alive), waits up to 5 s for all of
+# them, then KILLs what is left.
+stop_daemons() {
+  local pids=() file pid
+  for file in "$@"; do
+    [[ -s $file ]] || continue
+    pid=$(<"$file")
+    # Only our daemons: a stale pid file may name a reused pid.
+    [[ $(cat "/proc/$pid/comm" 2>/dev/null) =~ ^(slurmd|slurmctld|munged)$ ]] || continue
+    kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
+  done
+  for _ in $(seq 50); do
+    local alive=()
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive+=("$pid"); done
+    ((${#alive[@]} == 0)) && return 0
+    sleep 0.1
+  done
+  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
 }
 
 down() {
-  stop_pidfile "$dir/pids/slurmd-n0"
-  stop_pidfile "$dir/pids/slurmd-n1"
-  stop_pidfile "$dir/pids/slurmctld"
-  stop_pidfile "$dir/pids/munged"
+  stop_daemons "$dir/pids/slurmd-n0" "$dir/pids/slurmd-n1" "$dir/pids/slurmctld"
+  stop_daemons "$dir/pids/munged"
   for ns in "$ns0" "$ns1"; do
     if [[ -e /run/netns/$ns ]]; then
       # Job steps, workers, orted: anything still running in the machine.
@@ -156,8 +164,8 @@ export SLURM_CONF=$dir/slurm.conf
 export ACCEL_CLUSTER_DIR=$dir
 export N0_ADDR=$n0_addr N1_ADDR=$n1_addr
 export NS_N0=$ns0 NS_N1=$ns1
-export OMPI_RSH_AGENT=$here/ompi_rsh_agent.sh
-export OMPI_TMPDIR=$dir/ompi CLUSTER_SUBNET=$subnet.0/24
+export CLUSTER_RSH_AGENT=$here/ompi_rsh_agent.sh
+export CLUSTER_OMPI_TMPDIR=$dir/ompi CLUSTER_SUBNET=$subnet.0/24
 EOF
   mkdir -p "$dir/ompi"
   log "up: slurmctld $ctld_addr:$ctld_port, n0 $n0_addr ($ns0), n1 $n1_addr ($ns1), state in $dir"

@@ -44,12 +44,7 @@ single_process_checksum() {
 tag_with() { tag=$1; tagged=(env "CLUSTER_TEST_TAG=$tag"); }
 tag_with "$work"
 tagged_pids() {
-  local pid
-  for pid in $(ls /proc | grep -E '^[0-9]+$'); do
-    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "CLUSTER_TEST_TAG=$tag"; then
-      echo "$pid"
-    fi
-  done
+  grep -lzx "CLUSTER_TEST_TAG=$tag" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 || true
 }
 
 # Fails when a tagged process is left (names them).

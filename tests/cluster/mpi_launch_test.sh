@@ -9,7 +9,7 @@ mode=$1 cluster_dir=$2 launcher=$3 train=$4
 source "$(dirname "$0")/lib.sh"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpi=(mpirun --mca plm_rsh_agent "$OMPI_RSH_AGENT" --mca orte_tmpdir_base "$OMPI_TMPDIR"
+mpi=(mpirun --mca plm_rsh_agent "$CLUSTER_RSH_AGENT" --mca orte_tmpdir_base "$CLUSTER_OMPI_TMPDIR"
      --mca oob_tcp_if_include "$CLUSTER_SUBNET" --mca btl tcp,self
      --mca btl_tcp_if_include "$CLUSTER_SUBNET")
 case $mode in

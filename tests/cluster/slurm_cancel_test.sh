@@ -19,7 +19,8 @@ took=$(wait_tagged_gone 10) || { echo "FAIL: processes left ${took}s after scanc
   expect_no_tagged_pids || true; cat "$work/out"; exit 1; }
 rc=0
 wait "$srun_pid" || rc=$?
-echo "job $job: every process ended ${took}s after scancel (srun exit $rc)"
+echo "job $job: every process ended ${took}s after scancel (srun exit $rc); the launchers said:"
+grep -E 'launch: |root cause|CANCELLED' "$work/out" || true
 expect_in "$work/out" "0: [accel-launch] launch: stopped by SIGTERM from Slurm"
 expect_in "$work/out" "1: [accel-launch] launch: stopped by SIGTERM from Slurm"
 if grep -q 'worker failed' "$work/out"; then echo "FAIL: a launcher says a worker failed:"; cat "$work/out"; exit 1; fi

@@ -34,7 +34,8 @@ done
 took=$(wait_tagged_gone 10) || { echo "FAIL: processes left ${took}s after the time limit"; \
   expect_no_tagged_pids || true; cat "$job_dir/out"; exit 1; }
 final=$(scontrol show job "$job" 2>/dev/null | grep -o 'JobState=[A-Z_]*' || true)
-echo "job $job ($final): every process ended ${took}s after Slurm's time-limit signal"
+echo "job $job ($final): every process ended ${took}s after Slurm's time-limit signal; it said:"
+grep -E 'launch: |root cause|CANCELLED|TIME LIMIT' "$job_dir/out" || true
 expect_in "$job_dir/out" "DUE TO TIME LIMIT"
 [[ $final == JobState=TIMEOUT ]] || { echo "FAIL: expected JobState=TIMEOUT"; exit 1; }
 expect_in "$job_dir/out" "launch: stopped by SIGTERM from Slurm"
