@@ -4,8 +4,9 @@
 # one slurmd per machine) and an Open MPI rsh agent that starts orted on them (ompi_rsh_agent.sh).
 #
 #   cluster.sh up   DIR   tear down whatever DIR describes, then bring everything up
-#   cluster.sh down DIR   stop every daemon by its pid, kill what is left in the namespaces,
-#                         remove the namespaces, the bridge, /etc/netns entries and DIR
+#   cluster.sh down DIR   kill the cluster's clients (srun, sbatch, mpirun: their environment
+#                         names DIR), stop every daemon by its pid, kill what is left in the
+#                         namespaces, remove the namespaces, the bridge, /etc/netns entries and DIR
 #
 # Both are idempotent; `down` of nothing succeeds. `up` writes DIR/cluster.env (sourced by the tests):
 # SLURM_CONF, the machines' addresses (N0_ADDR, N1_ADDR), the namespace names and the agent.
@@ -48,7 +49,28 @@ stop_daemons() {
   for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
 }
 
+# Prints the pids of client processes of this cluster (srun, sbatch, mpirun and what they started
+# outside the machines: their environment names DIR), except this script, its ancestors (a shell
+# that sourced cluster.env) and its descendants.
+clients() {
+  local ancestors=" " pid=$$ candidate up
+  while ((pid > 1)); do
+    ancestors+="$pid "
+    pid=$(awk '{print $4}' "/proc/$pid/stat" 2>/dev/null || echo 1)
+  done
+  for candidate in $(grep -lzxE "SLURM_CONF=$dir/slurm.conf|ACCEL_CLUSTER_DIR=$dir" \
+                       /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3); do
+    [[ $ancestors == *" $candidate "* ]] && continue
+    up=$candidate
+    while ((up > 1 && up != $$)); do up=$(awk '{print $4}' "/proc/$up/stat" 2>/dev/null || echo 1); done
+    ((up == $$)) || echo "$candidate"
+  done
+}
+
 down() {
+  local stray
+  stray=$(clients)
+  [[ -z $stray ]] || kill -KILL $stray 2>/dev/null || true
   stop_daemons "$dir/pids/slurmd-n0" "$dir/pids/slurmd-n1" "$dir/pids/slurmctld"
   stop_daemons "$dir/pids/munged"
   for ns in "$ns0" "$ns1"; do
