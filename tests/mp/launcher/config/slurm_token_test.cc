@@ -17,8 +17,8 @@ namespace accel::launcher {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using testing::FakePmi2Server;
+using ::testing::HasSubstr;
 
 FakePmi2Server::Options Task(int rank, int size, std::map<std::string, std::string> kvs = {}) {
   FakePmi2Server::Options options;
