@@ -21,6 +21,10 @@ inline constexpr seconds kRdzvTimeout{900};
 // Machine 0's rendezvous port when the config gives none (accelerate's and torchrun's default);
 // also MASTER_PORT when no free port can be picked.
 inline constexpr int kMainProcessPort = 29500;
+// Under Slurm with no port set: kSlurmPortBase + SLURM_JOB_ID % kSlurmPortSpan, the same on every
+// node of a job, different for jobs that share a first node (below Linux's ephemeral ports).
+inline constexpr int kSlurmPortBase = 10000;
+inline constexpr int kSlurmPortSpan = 10000;
 // Agent heartbeat period and how many missed periods declare an agent lost.
 inline constexpr milliseconds kHeartbeatInterval{500};
 inline constexpr int kMissedHeartbeatsLost = 6;
@@ -52,6 +56,9 @@ inline constexpr int kMaxMessageBytes = 17 * 1024 * 1024;
 inline constexpr seconds kShutdownGrace{30};
 inline constexpr milliseconds kMonitorInterval{100};
 inline constexpr seconds kOutputDrainTimeout{2};
+// A worker killed by SIGTERM/SIGINT/SIGHUP/SIGKILL from outside counts as a failure only if no
+// signal reaches the launcher within this long (a scheduler signals workers and launcher alike).
+inline constexpr milliseconds kOwnSignalGrace{1000};
 
 }  // namespace accel::defaults
 

@@ -207,9 +207,9 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
       rendezvous_->ReportFailure(result.attempt, failure, can_restart);
     }
   };
-  auto on_interrupt = [&](int signal) {
+  auto on_interrupt = [&](int signal, const std::string& sender) {
     if (rendezvous_ != nullptr) {
-      rendezvous_->ReportInterrupted(result.attempt, signal);
+      rendezvous_->ReportInterrupted(result.attempt, signal, sender);
     }
   };
   AttemptResult attempt = supervisor.Run(*std::move(workers), router, on_failure, on_interrupt);
@@ -224,7 +224,8 @@ std::optional<int> Agent::AfterAttempt(AttemptResult& attempt, int number, bool 
       }
       return kExitOk;
     case AttemptEnd::kInterrupted:
-      Notice(absl::StrCat("launch: interrupted by signal ", attempt.signal, "; workers stopped"));
+      Notice(absl::StrCat("launch: ", DescribeLauncherSignal(attempt.signal, attempt.signal_sender),
+                          "; workers stopped"));
       return ExitCodeForSignal(attempt.signal);
     case AttemptEnd::kSpawnFailed:
       Notice(attempt.spawn_error.message());

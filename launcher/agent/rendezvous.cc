@@ -17,6 +17,7 @@
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
 #include "common/version.h"
+#include "launcher/config/slurm_token.h"
 #include "launcher/process/os_util.h"
 #include "rendezvous/grpc/token.h"
 
@@ -126,6 +127,16 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
     return Annotate(loaded.status(), "rendezvous token");
   }
   std::string token = *std::move(loaded);
+  // A scheduler-provided token: under a Slurm step with PMI-2 the launchers exchange one.
+  if (token.empty() && !single_machine && !dry_run) {
+    auto from_slurm = SlurmStepToken(
+        ProcessEnvironment(), absl::Now() + absl::FromChrono(FromSeconds(config.rdzv_timeout_s)));
+    if (!from_slurm.ok()) return from_slurm.status();
+    if (from_slurm->has_value()) {
+      token = (*from_slurm)->token;
+      Notice(absl::StrCat("rendezvous token: from ", (*from_slurm)->source));
+    }
+  }
   if (token.empty() && single_machine) {
     auto generated = rendezvous::GenerateToken();
     if (!generated.ok()) return generated.status();
@@ -292,13 +303,14 @@ void AgentRendezvous::ReportFailure(std::int64_t attempt, const WorkerFailure& f
   }
 }
 
-void AgentRendezvous::ReportInterrupted(std::int64_t attempt, int signal) {
+void AgentRendezvous::ReportInterrupted(std::int64_t attempt, int signal,
+                                        const std::string& sender) {
   rendezvous::RootCause cause;
   cause.machine_rank = request_.machine_rank;
   cause.hostname = request_.hostname;
   cause.signal = signal;
-  cause.message = absl::StrCat("launcher on machine ", request_.machine_rank,
-                               " interrupted by signal ", signal);
+  cause.message = absl::StrCat("launcher on machine ", request_.machine_rank, " ",
+                               DescribeLauncherSignal(signal, sender));
   (void)client_->ReportFailure(attempt, cause);
 }
 

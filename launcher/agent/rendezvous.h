@@ -56,8 +56,9 @@ class AgentRendezvous {
 
   // Tells the server a local worker failed: a restart request when `restart`, else an abort.
   void ReportFailure(std::int64_t attempt, const WorkerFailure& failure, bool restart);
-  // Tells the server this launcher was interrupted by `signal` (aborts every machine).
-  void ReportInterrupted(std::int64_t attempt, int signal);
+  // Tells the server this launcher was interrupted by `signal` from program `sender` (aborts
+  // every machine).
+  void ReportInterrupted(std::int64_t attempt, int signal, const std::string& sender);
   // Tells the server a worker could not be started.
   void ReportSpawnFailure(std::int64_t attempt, const absl::Status& error);
   // Reports that every local worker exited 0, then waits (interruptibly) for the job's end:

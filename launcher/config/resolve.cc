@@ -73,6 +73,7 @@ void ApplyScheduler(const ResolveOptions& options, ResolvedConfig* out) {
   }
   std::vector<std::string> applied;
   for (const SchedulerValue& value : info->values) {
+    if (value.fallback && out->sources.count(value.key) != 0) continue;
     ValueOrigin origin;
     origin.kind = ValueOrigin::Kind::kScheduler;
     origin.where = value.origin;

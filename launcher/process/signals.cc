@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 
 namespace accel::launcher {
 
@@ -32,7 +33,7 @@ absl::StatusOr<SignalFd> SignalFd::Create() {
   return out;
 }
 
-int SignalFd::Read() const {
+int SignalFd::Read(pid_t* sender) const {
   signalfd_siginfo info{};
   ssize_t n;
   do {
@@ -41,7 +42,17 @@ int SignalFd::Read() const {
   if (n != sizeof(info)) {
     return 0;
   }
+  if (sender != nullptr) *sender = static_cast<pid_t>(info.ssi_pid);
   return static_cast<int>(info.ssi_signo);
+}
+
+std::string DescribeLauncherSignal(int signal, const std::string& sender) {
+  if (sender == "slurmstepd") {
+    const char* name = ::sigabbrev_np(signal);
+    return absl::StrCat("stopped by SIG", name != nullptr ? name : absl::StrCat(signal),
+                        " from Slurm (scancel or the job's time limit)");
+  }
+  return absl::StrCat("interrupted by signal ", signal);
 }
 
 }  // namespace accel::launcher

@@ -77,6 +77,7 @@ enum class AttemptEnd {
 struct AttemptResult {
   AttemptEnd end = AttemptEnd::kSucceeded;
   int signal = 0;                       // kInterrupted: the signal
+  std::string signal_sender;            // kInterrupted: the sending program (e.g. "slurmstepd")
   std::vector<WorkerFailure> failures;  // local failures, root cause first
   std::string abort_reason;             // kAborted
   absl::Status spawn_error;             // kSpawnFailed
@@ -88,11 +89,15 @@ class Supervisor {
       : options_(std::move(options)), signals_(signals), abort_(abort) {}
 
   // Runs one attempt of `workers` with their output through `router`. `on_failure` is called
-  // once, at the first local failure, and `on_interrupt` at the launcher's first signal, both
-  // before the teardown, so the agent can tell the rendezvous while the workers stop.
-  AttemptResult Run(std::vector<WorkerLaunch> workers, OutputRouter& router,
-                    const std::function<void(const WorkerFailure&)>& on_failure,
-                    const std::function<void(int signal)>& on_interrupt = nullptr);
+  // once, at the first local failure, and `on_interrupt` at the launcher's first signal (with
+  // the sending program's name), both before the teardown, so the agent can tell the rendezvous
+  // while the workers stop. A worker killed by SIGTERM/SIGINT/SIGHUP/SIGKILL from outside is a
+  // failure only when no signal reaches the launcher within defaults::kOwnSignalGrace: a
+  // scheduler (Slurm's scancel, a time limit) signals the workers and the launcher together.
+  AttemptResult Run(
+      std::vector<WorkerLaunch> workers, OutputRouter& router,
+      const std::function<void(const WorkerFailure&)>& on_failure,
+      const std::function<void(int signal, const std::string& sender)>& on_interrupt = nullptr);
 
  private:
   SupervisorOptions options_;

@@ -170,11 +170,31 @@ TEST(ConfigResolveTest, SlurmFillsUnlessEnvironmentOrFlagsSetThem) {
   EXPECT_EQ(r.config.main_process_ip, "gpu07");
   EXPECT_EQ(DescribeOrigin(r.sources["main_process_ip"]), "SLURM_JOB_NODELIST=gpu[07-08]");
 
+  EXPECT_EQ(r.config.main_process_port, 29500) << "the file's port wins over Slurm's";
+
   options.flags = {{"machine_rank", "0"}, {"main_process_ip", "10.0.0.9"}};
   r = ResolveConfig(options);
   EXPECT_EQ(r.config.machine_rank, 0);
   EXPECT_EQ(r.config.main_process_ip, "10.0.0.9");
   EXPECT_EQ(r.config.num_machines, 2);
+}
+
+TEST(ConfigResolveTest, SlurmPicksThePortWhenNothingSetsIt) {
+  ResolveOptions options = Options({{"SLURM_JOB_ID", "20077"},
+                                    {"SLURM_NODEID", "0"},
+                                    {"SLURM_NNODES", "2"},
+                                    {"SLURM_JOB_NODELIST", "n[0-1]"}});
+  options.flags = {{"num_processes", "4"}};
+  ResolvedConfig r = ResolveConfig(options);
+  EXPECT_TRUE(r.problems.empty()) << FormatDiagnostics(r.problems);
+  EXPECT_EQ(r.config.main_process_port, 10077);
+  EXPECT_EQ(DescribeOrigin(r.sources["main_process_port"]),
+            "SLURM_JOB_ID=20077 (port 10000 + job id % 10000)");
+  options.env = FixedEnvironment({{"SLURM_JOB_ID", "20077"},
+                                  {"SLURM_NNODES", "2"},
+                                  {"SLURM_JOB_NODELIST", "n[0-1]"},
+                                  {"ACCEL_MAIN_PROCESS_PORT", "29400"}});
+  EXPECT_EQ(ResolveConfig(options).config.main_process_port, 29400);
 }
 
 TEST(ConfigResolveTest, OpenMpiFillsRankAndCount) {
@@ -188,6 +208,23 @@ TEST(ConfigResolveTest, OpenMpiFillsRankAndCount) {
   EXPECT_EQ(FormatDiagnostics(r.problems),
             "OMPI_COMM_WORLD_SIZE=3: main_process_ip is required when num_machines is 3 (the "
             "address of machine 0; set main_process_ip or --main_process_ip)\n");
+}
+
+TEST(ConfigResolveTest, KubernetesIndexGivesTheRankAndThePodTemplateTheRest) {
+  ResolveOptions options = Options({{"JOB_COMPLETION_INDEX", "1"},
+                                    {"ACCEL_NUM_MACHINES", "2"},
+                                    {"ACCEL_MAIN_PROCESS_IP", "train-0.train"},
+                                    {"ACCEL_MAIN_PROCESS_PORT", "29500"}});
+  options.flags = {{"num_processes", "4"}};
+  ResolvedConfig r = ResolveConfig(options);
+  EXPECT_TRUE(r.problems.empty()) << FormatDiagnostics(r.problems);
+  EXPECT_EQ(r.config.machine_rank, 1);
+  EXPECT_EQ(r.config.num_machines, 2);
+  EXPECT_EQ(r.config.main_process_ip, "train-0.train");
+  EXPECT_EQ(DescribeOrigin(r.sources["machine_rank"]), "JOB_COMPLETION_INDEX=1");
+  // An explicit ACCEL_MACHINE_RANK still wins over the index.
+  options.env = FixedEnvironment({{"JOB_COMPLETION_INDEX", "1"}, {"ACCEL_MACHINE_RANK", "0"}});
+  EXPECT_EQ(ResolveConfig(options).config.machine_rank, 0);
 }
 
 TEST(ConfigResolveTest, NetworkInterfaceBecomesLocalAddr) {
