@@ -364,6 +364,7 @@ std::unique_ptr<JobProgress> AgentRendezvous::OpenJobProgress(const RendezvousRe
   options.tls_ca_path = tls_ca_path_;
   options.rpc_deadline = absl::FromChrono(defaults::kProgressStoreDeadline);
   options.connect_timeout = options.rpc_deadline;
+  options.wait_for_ready = false;  // a dead server must not hold up the teardown
   auto store = rendezvous::ConnectStore(joined.store_endpoint, token_,
                                         rendezvous::StoreNamespace(request_.run_id, joined.attempt),
                                         options);

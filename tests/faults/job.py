@@ -55,16 +55,18 @@ class Job:
             argv += ["--run_id", self.run_id]
         return argv + options + program
 
-    def start(self, options: list = (), program: list = None, per_machine: list = ((), ())) -> None:
-        """Starts both machines; `per_machine` adds options to one machine only."""
+    def start(self, options: list = (), program: list = None, per_machine: list = ((), ()),
+              env: list = ({}, {})) -> None:
+        """Starts both machines; `per_machine` adds options, `env` variables to one machine."""
         program = program or [self.tools.train] + TRAIN_ARGS + ["--steps", str(FOREVER)]
         for m in (0, 1):
             argv = self.launcher_argv(m, list(options) + list(per_machine[m]), program)
-            self.procs[m] = self.cluster.launch(m, argv, self.logs[m], self.env)
+            self.procs[m] = self.cluster.launch(m, argv, self.logs[m], dict(self.env, **env[m]))
 
     def progress_step(self, machine: int, rank: int, attempt: int = 0) -> int:
         """Returns the step in rank `rank`'s progress file (-1 while there is none)."""
-        path = os.path.join(self.work, f"accel-{self.run_id}-m{machine}", f"attempt_{attempt}",
+        run_id = self.run_id or f"job-{self.cluster.addr[0]}-{self.port}-4"  # the default
+        path = os.path.join(self.work, f"accel-{run_id}-m{machine}", f"attempt_{attempt}",
                             f"rank_{rank}", "progress")
         try:
             with open(path, "rb") as f:
