@@ -12,7 +12,7 @@ import time
 
 from job import FOREVER, TRAIN_ARGS, Job
 
-FINITE_STEPS = 400  # the restart, third-party and checkpoint jobs train this many steps
+FINITE_STEPS = 250  # the restart, third-party and checkpoint jobs train this many steps
 ROOT_RANK3 = r"root cause\s+1\s+\S+\s+3\s"  # a table row: machine 1, rank 3
 
 
