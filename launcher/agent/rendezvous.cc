@@ -120,6 +120,8 @@ rendezvous::JoinRequest MakeJoinRequest(const Config& config, const LaunchPlan& 
       {"gradient_accumulation_steps", absl::StrCat(plan.gradient_accumulation_steps)},
       {"max_restarts", absl::StrCat(plan.max_restarts)},
       {"backend", plan.backend},
+      // Every machine must watch for hangs alike: one that publishes nothing looks idle.
+      {"hang_timeout", absl::StrCat(plan.hang_timeout_s)},
   };
   request.accel_version = kVersion;
   request.device_summary = plan.use_cpu ? "cpu" : absl::StrCat(plan.nproc_per_machine, "x cuda");

@@ -212,6 +212,7 @@ TEST(MakeJoinRequestTest, SendsTheWorldAfterTheFewerGpusFallbackLikeTheServerExp
   EXPECT_EQ(request.num_machines, 1);
   EXPECT_EQ(request.hostname, "host0");
   EXPECT_EQ(request.config_fingerprint.at("backend"), "nccl");
+  EXPECT_EQ(request.config_fingerprint.at("hang_timeout"), "60");
 }
 
 }  // namespace
