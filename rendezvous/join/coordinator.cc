@@ -278,6 +278,9 @@ absl::StatusOr<JoinCoordinator::Id> JoinCoordinator::Watch(const v1::WatchReques
       out.events.emplace_back(std::move(sink), std::move(event));
     } else if (phase_ != Phase::kRunning) {
       out.events.emplace_back(std::move(sink), TerminalEventLocked());
+      if (auto it = members_.find(request.machine_rank()); it != members_.end()) {
+        it->second.told = true;
+      }
     } else {
       Member& member = members_.at(request.machine_rank());
       if (member.sink)
@@ -295,7 +298,10 @@ absl::StatusOr<JoinCoordinator::Id> JoinCoordinator::Watch(const v1::WatchReques
 void JoinCoordinator::EndLocked(Phase phase, const v1::Event& event, Outbox& out) {
   phase_ = phase;
   for (auto& [rank, member] : members_) {
-    if (member.sink) out.events.emplace_back(std::move(member.sink), event);
+    if (member.sink) {
+      out.events.emplace_back(std::move(member.sink), event);
+      member.told = true;
+    }
     member.watch_id = 0;
   }
 }
@@ -315,7 +321,10 @@ void JoinCoordinator::WatchBroken(Id id, absl::Time /*now*/) {
       if (member.watch_id != id) continue;
       member.watch_id = 0;
       member.sink = nullptr;
-      if (member.done) break;
+      if (member.done) {
+        member.told = true;  // it finished and left: nothing is owed to it
+        break;
+      }
       v1::RootCause cause;
       cause.set_machine_rank(rank);
       cause.set_hostname(member.machine.request.hostname());
@@ -424,6 +433,21 @@ absl::Time JoinCoordinator::Tick(absl::Time now) {
   }
   Deliver(out);
   return next;
+}
+
+bool JoinCoordinator::NobodyOwedLocked() const {
+  if (phase_ != Phase::kDone && phase_ != Phase::kAborted) return true;
+  for (const auto& [rank, member] : members_) {
+    const bool lost_cause =
+        phase_ == Phase::kAborted && root_cause_.rank() == -1 && root_cause_.machine_rank() == rank;
+    if (!member.told && !lost_cause) return false;
+  }
+  return true;
+}
+
+bool JoinCoordinator::AwaitTerminalSent(absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithDeadline(absl::Condition(this, &JoinCoordinator::NobodyOwedLocked), deadline);
 }
 
 void JoinCoordinator::Shutdown() {

@@ -86,6 +86,14 @@ class JoinCoordinator {
   // Fires the join timeout and heartbeat losses due at `now`; returns when next to call.
   absl::Time Tick(absl::Time now);
 
+  // Waits until every machine of an ended attempt (done or aborted) has been sent its terminal
+  // event — it had a watch open, or opens one now — or until `deadline`; a machine lost as the
+  // abort's root cause, or one that left after reporting done, is owed nothing. Returns at once
+  // while the attempt is joining or running. Returns whether nobody is owed an event. The server
+  // calls it before Shutdown, so a machine whose watch arrives just after the end learns how the
+  // attempt ended instead of seeing the server go away.
+  bool AwaitTerminalSent(absl::Time deadline);
+
   // Fails waiting joins and closes watches with UNAVAILABLE; later calls fail the same way.
   void Shutdown();
 
@@ -102,6 +110,7 @@ class JoinCoordinator {
     bool done = false;
     Id watch_id = 0;
     std::shared_ptr<EventSink> sink;
+    bool told = false;  // sent the attempt's terminal event, or left after reporting done
   };
   // A completed attempt whose responses are built after the lock is released (with the machine
   // list they are O(machines^2) bytes).
@@ -131,6 +140,7 @@ class JoinCoordinator {
                                  int machine_rank, std::int64_t attempt) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::Event TerminalEventLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool NobodyOwedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static void Deliver(Outbox& out);
 
   const ServerOptions options_;

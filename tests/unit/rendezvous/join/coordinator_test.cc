@@ -295,6 +295,46 @@ TEST_F(CoordinatorTest, DoneWhenEveryMachineReportsDone) {
   EXPECT_EQ(s2->events[0].kind(), v1::Event::DONE);
 }
 
+TEST_F(CoordinatorTest, AMachineWhoseWatchComesAfterTheEndIsAwaitedBeforeShutdown) {
+  JoinAll({1, 1, 1});
+  auto s0 = WatchAs(0);
+  auto s1 = WatchAs(1);
+  EXPECT_TRUE(coordinator_->AwaitTerminalSent(kT0));  // running: nothing to wait for
+  for (int rank : {0, 1, 2}) ASSERT_TRUE(Report(rank, v1::ReportRequest::DONE).ok());
+  // Machine 2 reported done before its watch reached the server: it is still owed "done".
+  EXPECT_FALSE(coordinator_->AwaitTerminalSent(absl::Now() + absl::Milliseconds(20)));
+  auto s2 = WatchAs(2);
+  ASSERT_EQ(s2->events.size(), 1u);
+  EXPECT_EQ(s2->events[0].kind(), v1::Event::DONE);
+  EXPECT_TRUE(coordinator_->AwaitTerminalSent(absl::Now() + absl::Seconds(5)));
+}
+
+TEST_F(CoordinatorTest, ALostMachineIsOwedNoEventButTheOthersAre) {
+  JoinAll({1, 1, 1});
+  auto s0 = WatchAs(0);
+  auto s1 = WatchAs(1);
+  v1::HeartbeatRequest hb;
+  hb.set_run_id("r1");
+  for (int rank : {0, 1}) {
+    hb.set_machine_rank(rank);
+    ASSERT_TRUE(coordinator_->Heartbeat(hb, kT0 + absl::Seconds(2)).ok());
+  }
+  coordinator_->Tick(kT0 + absl::Seconds(3));  // machine 2, never heard from, is lost
+  ASSERT_EQ(s0->events.size(), 1u);
+  EXPECT_EQ(s0->events[0].root_cause().machine_rank(), 2);
+  EXPECT_TRUE(coordinator_->AwaitTerminalSent(absl::Now()));
+}
+
+TEST_F(CoordinatorTest, AMachineThatFailedIsOwedTheAbortItCaused) {
+  JoinAll({1, 1, 1});
+  WatchAs(0);
+  WatchAs(2);
+  ASSERT_TRUE(Report(1, v1::ReportRequest::FAILURE, "rank 1 exited with 3").ok());
+  EXPECT_FALSE(coordinator_->AwaitTerminalSent(absl::Now() + absl::Milliseconds(20)));
+  WatchAs(1);
+  EXPECT_TRUE(coordinator_->AwaitTerminalSent(absl::Now()));
+}
+
 TEST_F(CoordinatorTest, RestartStartsTheNextAttempt) {
   JoinAll({1, 1, 1});
   auto s0 = WatchAs(0);
