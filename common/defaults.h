@@ -60,6 +60,29 @@ inline constexpr seconds kOutputDrainTimeout{2};
 // signal reaches the launcher within this long (a scheduler signals workers and launcher alike).
 inline constexpr milliseconds kOwnSignalGrace{1000};
 
+// Hang detection (jobs of two or more processes): a job in which no rank advanced (libaccel's
+// progress counters), used CPU or wrote output for kHangTimeout is ended and the rank that stopped
+// first named. Long enough for a slow step, a checkpoint save or an evaluation pass on one rank
+// (it uses CPU), short enough that a stopped or deadlocked job ends in about a minute.
+inline constexpr seconds kHangTimeout{60};
+// How far above the hang timeout the workers' collective deadline lies (ACCEL_COLLECTIVE_TIMEOUT_MS
+// is the longer of libaccel's kCollectiveTimeout and hang timeout + this).
+inline constexpr seconds kHangCollectiveMargin{30};
+// A rank "uses CPU" while its process tree used at least this fraction of one core over the last
+// kHangCpuWindow (blocked ranks still tick ~1% in background threads).
+inline constexpr double kHangBusyCpuFraction = 0.05;
+inline constexpr milliseconds kHangCpuWindow{1000};
+// How often an agent publishes its ranks' progress to the rendezvous store and reads the job's,
+// and the deadline of each of those store calls (a stuck call must not hold up a teardown).
+inline constexpr milliseconds kProgressPublishInterval{500};
+inline constexpr milliseconds kProgressStoreDeadline{1000};
+// How long an agent whose ranks wait on a hung rank of another machine waits for that machine's
+// report before it ends the job itself.
+inline constexpr seconds kHangVerdictWait{3};
+// How long an agent whose worker failed waits for the job's root cause from the rendezvous (it
+// may be another machine's earlier failure) before it names its own.
+inline constexpr seconds kRootCauseWait{2};
+
 }  // namespace accel::defaults
 
 #endif  // ACCEL_COMMON_DEFAULTS_H_

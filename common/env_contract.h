@@ -39,9 +39,13 @@ inline constexpr char kRdzvToken[] = "ACCEL_RDZV_TOKEN";
 inline constexpr char kErrorFile[] = "ACCEL_ERROR_FILE";
 // Collective backend chosen by the launcher: gloo | nccl | mpi.
 inline constexpr char kBackend[] = "ACCEL_BACKEND";
-// Where a libaccel worker reports its step counter for hang detection: a file path that the
-// worker rewrites (8-byte little-endian step count) and the launcher polls.
+// Where a libaccel worker reports its progress for hang detection: a file that the worker keeps
+// up to date (common/progress_record.h: steps, collectives started and done) and the launcher
+// polls.
 inline constexpr char kProgressFile[] = "ACCEL_PROGRESS_FILE";
+// Deadline of one collective in milliseconds, set by the launcher so that a collective waiting on
+// a hung peer outlasts hang detection (the launcher then names the hung rank, not a waiting one).
+inline constexpr char kCollectiveTimeoutMs[] = "ACCEL_COLLECTIVE_TIMEOUT_MS";
 // This machine's address as the other machines reach it (the address its launcher joined the
 // rendezvous from, or local_addr / network_interface): collectives bind there. Unset on a
 // single-machine job, where everything talks over loopback.

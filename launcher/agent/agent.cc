@@ -19,6 +19,7 @@
 #include "launcher/agent/plan.h"
 #include "launcher/agent/rendezvous.h"
 #include "launcher/process/failure_report.h"
+#include "launcher/process/hang.h"
 #include "launcher/process/os_util.h"
 #include "launcher/process/output.h"
 #include "launcher/process/signals.h"
@@ -27,6 +28,18 @@
 
 namespace accel::launcher {
 namespace {
+
+// Returns what the other ranks were doing when a hang was found, under the report table.
+std::string FormatHangNotes(const std::vector<std::string>& notes) {
+  if (notes.empty()) {
+    return "";
+  }
+  std::string out = "  the other ranks:\n";
+  for (const std::string& note : notes) {
+    absl::StrAppend(&out, "    ", note, "\n");
+  }
+  return out;
+}
 
 // One launch on this machine: Prepare, then one attempt after another (RunOneAttempt), each
 // followed by a decision (AfterAttempt): done, restart, or stop with an exit code.
@@ -59,6 +72,9 @@ class Agent {
   std::optional<int> AfterAttempt(AttemptResult& attempt, int number, bool can_restart);
   std::optional<int> AfterFailure(AttemptResult& attempt, int number, bool can_restart);
   std::optional<int> AfterAbort(const AttemptResult& attempt, int number);
+  // Returns the job's root cause when it is not `local_root` (another machine failed first and
+  // ours followed), as the rendezvous says within defaults::kRootCauseWait.
+  std::optional<WorkerFailure> JobRootCause(const WorkerFailure& local_root) const;
   // Returns the scratch directory of `attempt` (error and progress files).
   std::string AttemptScratchDir(int attempt) const;
   absl::StatusOr<std::vector<WorkerLaunch>> MakeWorkers(const RendezvousResult& rdzv);
@@ -150,7 +166,7 @@ bool Agent::PlanJob() {
 
 bool Agent::RunsAsSingleWorker() const {
   return rendezvous_ == nullptr && config_.log_dir.empty() && config_.max_restarts == 0 &&
-         config_.hang_timeout_s <= 0;
+         plan_.hang_timeout_s <= 0;
 }
 
 std::string Agent::RunDirectory() const {
@@ -166,7 +182,7 @@ SupervisorOptions Agent::MakeSupervisorOptions() const {
   options.host = host_;
   options.shutdown_grace = absl::FromChrono(FromSeconds(config_.shutdown_grace_s));
   options.monitor_interval = absl::FromChrono(FromSeconds(config_.monitor_interval_s));
-  options.hang_timeout = absl::FromChrono(FromSeconds(config_.hang_timeout_s));
+  options.hang_timeout = absl::FromChrono(FromSeconds(plan_.hang_timeout_s));
   return options;
 }
 
@@ -212,7 +228,13 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
       rendezvous_->ReportInterrupted(result.attempt, signal, sender);
     }
   };
-  AttemptResult attempt = supervisor.Run(*std::move(workers), router, on_failure, on_interrupt);
+  std::unique_ptr<JobProgress> job;
+  if (rendezvous_ != nullptr && plan_.num_machines > 1 && plan_.hang_timeout_s > 0) {
+    job = rendezvous_->OpenJobProgress(result, absl::FromChrono(FromSeconds(plan_.hang_timeout_s)));
+  }
+  AttemptResult attempt =
+      supervisor.Run(*std::move(workers), router, on_failure, on_interrupt, job.get());
+  job.reset();  // stops publishing this attempt's progress
   return AfterAttempt(attempt, result.attempt, can_restart);
 }
 
@@ -244,14 +266,36 @@ std::optional<int> Agent::AfterAttempt(AttemptResult& attempt, int number, bool 
 
 std::optional<int> Agent::AfterFailure(AttemptResult& attempt, int number, bool can_restart) {
   SortRootCauseFirst(&attempt.failures);
+  std::vector<WorkerFailure> rows = attempt.failures;
+  if (std::optional<WorkerFailure> job_root = JobRootCause(rows.front()); job_root.has_value()) {
+    rows.insert(rows.begin(), *std::move(job_root));  // ours followed from it
+  }
   const char* what = attempt.end == AttemptEnd::kHang ? "hang detected" : "worker failed";
-  NoticeBlock(FormatFailureReport(attempt.failures, absl::StrCat(kLogPrefix, what, " (attempt ",
-                                                                 number, "), root cause first:")));
+  NoticeBlock(absl::StrCat(FormatFailureReport(rows, absl::StrCat(kLogPrefix, what, " (attempt ",
+                                                                  number, "), root cause first:")),
+                           FormatHangNotes(attempt.hang_notes)));
   if (can_restart) {
-    Notice(absl::StrCat("restarting: attempt ", number + 1, " of ", config_.max_restarts + 1));
+    Notice(absl::StrCat("restarting: attempt ", number + 1, " of ", config_.max_restarts + 1,
+                        " (cause: ", DescribeCause(rows.front()), ")"));
     return std::nullopt;
   }
-  return ExitCodeFor(attempt.failures.front());
+  return ExitCodeFor(rows.front());
+}
+
+std::optional<WorkerFailure> Agent::JobRootCause(const WorkerFailure& local_root) const {
+  if (rendezvous_ == nullptr || plan_.num_machines == 1) {
+    return std::nullopt;
+  }
+  std::optional<rendezvous::Event> event =
+      rendezvous_->AwaitEvent(absl::FromChrono(defaults::kRootCauseWait));
+  if (!event.has_value() || event->kind == rendezvous::Event::Kind::kDone) {
+    return std::nullopt;
+  }
+  WorkerFailure job_root = rendezvous_->RemoteRootCause();
+  if (job_root.machine_rank == local_root.machine_rank && job_root.rank == local_root.rank) {
+    return std::nullopt;  // the job's root cause is ours
+  }
+  return job_root;
 }
 
 std::optional<int> Agent::AfterAbort(const AttemptResult& attempt, int number) {
@@ -259,13 +303,15 @@ std::optional<int> Agent::AfterAbort(const AttemptResult& attempt, int number) {
     Notice(absl::StrCat("launch: aborted: ", attempt.abort_reason));
     return kExitWorkerFailed;
   }
+  const WorkerFailure cause = rendezvous_->RemoteRootCause();
   if (rendezvous_->restart_requested()) {
-    Notice(absl::StrCat("restarting: attempt ", number + 1, " (requested by ", attempt.abort_reason,
-                        ")"));
+    Notice(absl::StrCat("restarting: attempt ", number + 1, " of ", config_.max_restarts + 1,
+                        " (cause: ", DescribeCause(cause), ")"));
     return std::nullopt;
   }
-  NoticeBlock(FormatFailureReport({rendezvous_->RemoteRootCause()},
-                                  absl::StrCat(kLogPrefix, "job aborted, root cause:")));
+  NoticeBlock(absl::StrCat(
+      FormatFailureReport({cause}, absl::StrCat(kLogPrefix, "job aborted, root cause:")),
+      FormatHangNotes(attempt.hang_notes)));
   return rendezvous_->RemoteExitCode();
 }
 
@@ -292,7 +338,7 @@ absl::StatusOr<std::vector<WorkerLaunch>> Agent::MakeWorkers(const RendezvousRes
     }
     w.files.error_file = dir + "/error.json";
     ::unlink(w.files.error_file.c_str());
-    if (config_.hang_timeout_s > 0) {
+    if (plan_.hang_timeout_s > 0) {
       w.files.progress_file = dir + "/progress";
       ::unlink(w.files.progress_file.c_str());
     }

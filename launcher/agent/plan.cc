@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 
@@ -11,7 +12,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/backend.h"
+#include "common/defaults.h"
 #include "common/env_contract.h"
+#include "common/env_reader.h"
+#include "common/seconds.h"
 
 namespace accel::launcher {
 namespace {
@@ -67,7 +71,8 @@ bool IsContractName(absl::string_view name) {
                                        env::kRdzvToken,
                                        env::kErrorFile,
                                        env::kBackend,
-                                       env::kProgressFile};
+                                       env::kProgressFile,
+                                       env::kCollectiveTimeoutMs};
   for (const char* known : kNames) {
     if (name == known) {
       return true;
@@ -77,6 +82,13 @@ bool IsContractName(absl::string_view name) {
 }
 
 }  // namespace
+
+int CollectiveTimeoutMs(double hang_timeout_s) {
+  const double margin_s = ToSeconds(defaults::kHangCollectiveMargin);
+  const double wanted_ms =
+      std::max(ToSeconds(defaults::kCollectiveTimeout), hang_timeout_s + margin_s) * 1000.0;
+  return static_cast<int>(std::min<double>(wanted_ms, env::kMaxInt));
+}
 
 absl::StatusOr<LaunchPlan> MakePlan(const Config& config, int gpu_count,
                                     const std::string& why_no_gpu) {
@@ -142,6 +154,10 @@ absl::StatusOr<LaunchPlan> MakePlan(const Config& config, int gpu_count,
   }
   plan.world_size = plan.num_machines * plan.nproc_per_machine;
   plan.single_process = plan.world_size == 1;
+  if (!plan.single_process && config.hang_timeout_s > 0) {
+    plan.hang_timeout_s = config.hang_timeout_s;
+    plan.collective_timeout_ms = CollectiveTimeoutMs(config.hang_timeout_s);
+  }
   return plan;
 }
 
@@ -203,6 +219,9 @@ std::vector<std::string> WorkerEnv(const LaunchPlan& plan, const RendezvousResul
   if (!files.progress_file.empty()) {
     set(env::kProgressFile, files.progress_file);
   }
+  if (plan.collective_timeout_ms > 0) {
+    set(env::kCollectiveTimeoutMs, plan.collective_timeout_ms);
+  }
   if (!plan.cuda_visible_devices.empty()) {
     set(env::kCudaVisibleDevices, plan.cuda_visible_devices);
   }
@@ -231,6 +250,8 @@ std::string FormatPlan(const LaunchPlan& plan, const std::vector<std::string>& a
   absl::StrAppend(&out, "  rendezvous:          ",
                   plan.single_process ? "none (single process)" : plan.rendezvous_endpoint, "\n");
   absl::StrAppend(&out, "  max restarts:        ", plan.max_restarts, "\n");
+  absl::StrAppend(&out, "  hang timeout:        ",
+                  plan.hang_timeout_s > 0 ? absl::StrCat(plan.hang_timeout_s, " s") : "off", "\n");
   absl::StrAppend(&out, "  command:             ", absl::StrJoin(argv, " "), "\n");
   return out;
 }

@@ -30,6 +30,10 @@ struct LaunchPlan {
   int gradient_accumulation_steps = 1;
   int max_restarts = 0;
   bool debug = false;
+  // Hang detection: zero when off (always off for a single process: no peer waits on it).
+  double hang_timeout_s = 0;
+  // ACCEL_COLLECTIVE_TIMEOUT_MS for the workers, above the hang timeout; 0 = libaccel's default.
+  int collective_timeout_ms = 0;
   // No rendezvous at all: the whole job is one process (the single-T4 case).
   bool single_process = true;
   std::string rendezvous_endpoint;   // host:port the server listens on ("" = not yet known)
@@ -53,6 +57,11 @@ struct RendezvousResult {
 // GPUs than processes per machine, or gpu_ids naming a GPU that is not there.
 absl::StatusOr<LaunchPlan> MakePlan(const Config& config, int gpu_count,
                                     const std::string& why_no_gpu);
+
+// Returns the workers' collective deadline for `hang_timeout_s` (milliseconds): libaccel's default,
+// or the hang timeout plus defaults::kHangCollectiveMargin when that is longer, so that a rank
+// waiting on a hung peer is still waiting when hang detection names the peer.
+int CollectiveTimeoutMs(double hang_timeout_s);
 
 // Returns the envp ("NAME=value") of local rank `local_rank`: `base_env` (the launcher's environ)
 // without any stale contract variable, plus the full contract of common/env_contract.h.

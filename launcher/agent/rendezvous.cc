@@ -17,8 +17,11 @@
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
 #include "common/version.h"
+#include "launcher/agent/progress_exchange.h"
 #include "launcher/config/slurm_token.h"
 #include "launcher/process/os_util.h"
+#include "launcher/process/subprocess.h"
+#include "rendezvous/grpc/store_client.h"
 #include "rendezvous/grpc/token.h"
 
 namespace accel::launcher {
@@ -91,6 +94,16 @@ WorkerFailure FromRootCause(const rendezvous::RootCause& cause, absl::Time seen)
   return f;
 }
 
+rendezvous::RootCause ServerLostCause(const rendezvous::Event& event) {
+  rendezvous::RootCause cause;
+  cause.machine_rank = 0;
+  cause.rank = -1;
+  cause.message =
+      absl::StrCat("machine 0 (rendezvous host) is ",
+                   event.server_unreachable ? "unreachable: " : "gone: ", event.root_cause.message);
+  return cause;
+}
+
 rendezvous::JoinRequest MakeJoinRequest(const Config& config, const LaunchPlan& plan,
                                         const std::string& host) {
   rendezvous::JoinRequest request;
@@ -108,6 +121,8 @@ rendezvous::JoinRequest MakeJoinRequest(const Config& config, const LaunchPlan& 
       {"gradient_accumulation_steps", absl::StrCat(plan.gradient_accumulation_steps)},
       {"max_restarts", absl::StrCat(plan.max_restarts)},
       {"backend", plan.backend},
+      // Every machine must watch for hangs alike: one that publishes nothing looks idle.
+      {"hang_timeout", absl::StrCat(plan.hang_timeout_s)},
   };
   request.accel_version = kVersion;
   request.device_summary = plan.use_cpu ? "cpu" : absl::StrCat(plan.nproc_per_machine, "x cuda");
@@ -190,21 +205,23 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
   if (!client.ok()) {
     return Annotate(client.status(), "create rendezvous client");
   }
-  return std::make_unique<AgentRendezvous>(*std::move(client), std::move(server),
-                                           std::move(request), endpoint, token,
-                                           absl::FromChrono(FromSeconds(config.rdzv_timeout_s)));
+  return std::make_unique<AgentRendezvous>(
+      *std::move(client), std::move(server), std::move(request), endpoint, token,
+      absl::FromChrono(FromSeconds(config.rdzv_timeout_s)), config.tls_ca_file);
 }
 
 AgentRendezvous::AgentRendezvous(std::unique_ptr<rendezvous::RendezvousClient> client,
                                  std::unique_ptr<rendezvous::RendezvousServer> server,
                                  rendezvous::JoinRequest request, std::string endpoint,
-                                 std::string token, absl::Duration rdzv_timeout)
+                                 std::string token, absl::Duration rdzv_timeout,
+                                 std::string tls_ca_path)
     : server_(std::move(server)),
       client_(std::move(client)),
       request_(std::move(request)),
       endpoint_(std::move(endpoint)),
       token_(std::move(token)),
-      rdzv_timeout_(rdzv_timeout) {}
+      rdzv_timeout_(rdzv_timeout),
+      tls_ca_path_(std::move(tls_ca_path)) {}
 
 AgentRendezvous::~AgentRendezvous() {
   StopWatch();
@@ -270,7 +287,11 @@ void AgentRendezvous::StopWatch() {
   watching_ = false;
 }
 
-void AgentRendezvous::OnEvent(const rendezvous::Event& event, AbortChannel& abort) {
+void AgentRendezvous::OnEvent(const rendezvous::Event& received, AbortChannel& abort) {
+  rendezvous::Event event = received;
+  if (event.kind == rendezvous::Event::Kind::kServerLost) {
+    event.root_cause = ServerLostCause(event);
+  }
   {
     absl::MutexLock lock(&mu_);
     event_ = event;
@@ -284,7 +305,7 @@ void AgentRendezvous::OnEvent(const rendezvous::Event& event, AbortChannel& abor
       abort.Abort("done");
       break;
     case rendezvous::Event::Kind::kServerLost:
-      abort.Abort(absl::StrCat("rendezvous server lost: ", event.root_cause.message));
+      abort.Abort(event.root_cause.message);
       break;
     case rendezvous::Event::Kind::kAbort:
       abort.Abort(absl::StrCat("aborted by machine ", event.root_cause.machine_rank, " rank ",
@@ -309,7 +330,7 @@ void AgentRendezvous::ReportInterrupted(std::int64_t attempt, int signal,
   cause.machine_rank = request_.machine_rank;
   cause.hostname = request_.hostname;
   cause.signal = signal;
-  cause.message = absl::StrCat("launcher on machine ", request_.machine_rank, " ",
+  cause.message = absl::StrCat("machine ", request_.machine_rank, ": launcher ",
                                DescribeLauncherSignal(signal, sender));
   (void)client_->ReportFailure(attempt, cause);
 }
@@ -319,7 +340,7 @@ void AgentRendezvous::ReportSpawnFailure(std::int64_t attempt, const absl::Statu
   cause.machine_rank = request_.machine_rank;
   cause.hostname = request_.hostname;
   cause.exit_code = kExitWorkerFailed;
-  cause.message = std::string(error.message());
+  cause.message = absl::StrCat("machine ", request_.machine_rank, ": ", error.message());
   (void)client_->ReportFailure(attempt, cause);
 }
 
@@ -338,10 +359,38 @@ int AgentRendezvous::FinishDone(std::int64_t attempt, const SignalFd& signals,
   NoticeBlock(FormatFailureReport(
       {FromRootCause(event_->root_cause, event_time_)},
       absl::StrCat(kLogPrefix,
-                   lost ? "local workers finished, but the rendezvous server was lost:"
+                   lost ? "local workers finished, but the rendezvous host was lost:"
                         : "local workers finished, but the job was aborted, root cause:")));
   const int code = event_->root_cause.exit_code;
   return lost ? kExitRendezvous : ExitCodeForWorker(code, event_->root_cause.signal);
+}
+
+std::optional<rendezvous::Event> AgentRendezvous::AwaitEvent(absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto arrived = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return event_.has_value(); };
+  mu_.AwaitWithTimeout(absl::Condition(&arrived), timeout);
+  return event_;
+}
+
+std::unique_ptr<JobProgress> AgentRendezvous::OpenJobProgress(const RendezvousResult& joined,
+                                                              absl::Duration hang_timeout) const {
+  rendezvous::StoreClientOptions options;
+  options.tls_ca_path = tls_ca_path_;
+  options.rpc_deadline = absl::FromChrono(defaults::kProgressStoreDeadline);
+  options.connect_timeout = options.rpc_deadline;
+  options.wait_for_ready = false;  // a dead server must not hold up the teardown
+  auto store = rendezvous::ConnectStore(joined.store_endpoint, token_,
+                                        rendezvous::StoreNamespace(request_.run_id, joined.attempt),
+                                        options);
+  if (!store.ok()) {
+    Notice(absl::StrCat("hang detection sees this machine only: ", store.status().message()));
+    return nullptr;
+  }
+  ExchangeOptions exchange;
+  exchange.machine_rank = request_.machine_rank;
+  exchange.num_machines = request_.num_machines;
+  exchange.hang_timeout = hang_timeout;
+  return std::make_unique<ProgressExchange>(*std::move(store), exchange);
 }
 
 bool AgentRendezvous::restart_requested() const {

@@ -21,6 +21,7 @@
 #include "launcher/agent/plan.h"
 #include "launcher/config/config.h"
 #include "launcher/process/failure_report.h"
+#include "launcher/process/hang.h"
 #include "launcher/process/signals.h"
 #include "launcher/process/supervisor.h"
 #include "rendezvous/grpc/rendezvous_client.h"
@@ -41,7 +42,7 @@ class AgentRendezvous {
   AgentRendezvous(std::unique_ptr<rendezvous::RendezvousClient> client,
                   std::unique_ptr<rendezvous::RendezvousServer> server,
                   rendezvous::JoinRequest request, std::string endpoint, std::string token,
-                  absl::Duration rdzv_timeout);
+                  absl::Duration rdzv_timeout, std::string tls_ca_path = "");
   ~AgentRendezvous();
 
   // Returns host:port of the rendezvous server.
@@ -66,6 +67,13 @@ class AgentRendezvous {
   // kExitRendezvous when the report failed or the server was lost (common/exit_codes.h).
   int FinishDone(std::int64_t attempt, const SignalFd& signals, AbortChannel& abort);
 
+  // Waits up to `timeout` for the current watch's terminal event; returns it (nullopt if none).
+  std::optional<rendezvous::Event> AwaitEvent(absl::Duration timeout) const;
+  // Returns hang detection's view of the other machines for the attempt `joined` (the attempt's
+  // namespace of the rendezvous store); null when it cannot be opened (said in a notice).
+  std::unique_ptr<JobProgress> OpenJobProgress(const RendezvousResult& joined,
+                                               absl::Duration hang_timeout) const;
+
   // The terminal event of the current watch, if one arrived.
   bool restart_requested() const;
   // Returns the root cause of an abort event as a report row.
@@ -83,6 +91,7 @@ class AgentRendezvous {
   std::string endpoint_;
   std::string token_;
   absl::Duration rdzv_timeout_;
+  std::string tls_ca_path_;
   bool watching_ = false;
 
   mutable absl::Mutex mu_;
@@ -100,6 +109,11 @@ rendezvous::JoinRequest MakeJoinRequest(const Config& config, const LaunchPlan& 
 rendezvous::RootCause ToRootCause(const WorkerFailure& failure);
 // Returns the report row for a root cause received from the server.
 WorkerFailure FromRootCause(const rendezvous::RootCause& cause, absl::Time seen);
+
+// Returns the root cause of losing the rendezvous host (event kServerLost), for machine 0:
+// "machine 0 (rendezvous host) is gone: its connection closed (...)", or "... is unreachable:
+// no answer to heartbeats for 3.0 s" when it stopped answering.
+rendezvous::RootCause ServerLostCause(const rendezvous::Event& event);
 
 }  // namespace accel::launcher
 

@@ -60,7 +60,8 @@ struct Config {
   std::string tls_cert_file;      // optional TLS for the rendezvous server/clients
   std::string tls_key_file;
   std::string tls_ca_file;
-  double hang_timeout_s = 0;      // 0 = off; libaccel workers that stop advancing are reported
+  // 0 = off; a job of 2+ processes where no rank advances, uses CPU or writes output is ended.
+  double hang_timeout_s = ToSeconds(defaults::kHangTimeout);
   std::vector<int> ranks_filter;  // empty = all ranks on the console
   std::string run_id;             // empty = generated
 

@@ -100,7 +100,10 @@ std::vector<KeySpec> MakeSchema() {
       ACCEL_INT(gradient_accumulation_steps, gradient_accumulation_steps, false, kWhenNotDefault,
                 "micro-steps per optimizer step, >= 1 (default 1)"),
       ACCEL_SECONDS(hang_timeout, hang_timeout_s,
-                    "report libaccel workers that stop advancing for this long; 0 = off"),
+                    absl::StrCat("end a job of 2+ processes where no rank advanced, used CPU or "
+                                 "wrote output for this long, naming the rank that stopped; "
+                                 "0 = off (default ",
+                                 Seconds(defaults.hang_timeout_s), ")")),
       ACCEL_IGNORED(iam_role_name, "SageMaker only; ignored"),
       ACCEL_IGNORED(image_uri, "SageMaker only; ignored"),
       ACCEL_KEY(ipex_config, kSection, true, kNever, "IPEX: not supported, must be empty or off",

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/exit_codes.h"
@@ -102,16 +103,31 @@ void SortRootCauseFirst(std::vector<WorkerFailure>* failures) {
 std::string FormatFailureReport(const std::vector<WorkerFailure>& failures,
                                 absl::string_view title) {
   std::string out = absl::StrCat(title, "\n");
-  absl::StrAppendFormat(&out, "  %-10s %-7s %-16s %-5s %-5s %-8s %-22s %s\n", "", "machine", "host",
-                        "rank", "local", "pid", "exit", "time (UTC)");
+  const bool any_worker = std::any_of(failures.begin(), failures.end(),
+                                      [](const WorkerFailure& f) { return f.rank >= 0; });
+  if (any_worker) {
+    absl::StrAppendFormat(&out, "  %-10s %-7s %-16s %-5s %-5s %-8s %-22s %s\n", "", "machine",
+                          "host", "rank", "local", "pid", "exit", "time (UTC)");
+  }
   for (std::size_t i = 0; i < failures.size(); ++i) {
     const WorkerFailure& f = failures[i];
-    absl::StrAppendFormat(&out, "  %-10s %-7d %-16s %-5d %-5d %-8d %-22s %s\n",
-                          i == 0 ? "root cause" : "also", f.machine_rank, f.host, f.rank,
-                          f.local_rank, f.pid, DescribeExit(f.exit),
-                          absl::FormatTime("%H:%M:%E3S", f.time, absl::UTCTimeZone()));
+    const char* label = i == 0 ? "root cause" : "also";
+    if (f.rank < 0) {  // a machine, not a worker: its message is the row
+      absl::StrAppendFormat(&out, "  %-10s %s\n", label, DescribeMachineCause(f));
+      continue;
+    }
+    absl::StrAppendFormat(
+        &out, "  %-10s %-7d %-16s %-5d %-5s %-8s %-22s %s\n", label, f.machine_rank,
+        f.host.empty() ? "?" : f.host, f.rank, f.local_rank >= 0 ? absl::StrCat(f.local_rank) : "?",
+        f.pid > 0 ? absl::StrCat(f.pid) : "?",
+        // a hang reported before its teardown: it had not exited then
+        absl::StartsWith(f.detail, "hang") && f.exit.ok() ? "hung" : DescribeExit(f.exit),
+        absl::FormatTime("%H:%M:%E3S", f.time, absl::UTCTimeZone()));
   }
   for (const WorkerFailure& f : failures) {
+    if (f.rank < 0) {
+      continue;
+    }
     if (!f.detail.empty()) {
       absl::StrAppend(&out, "  rank ", f.rank, ": ", f.detail, "\n");
     }
@@ -127,6 +143,24 @@ std::string FormatFailureReport(const std::vector<WorkerFailure>& failures,
     }
   }
   return out;
+}
+
+std::string DescribeMachineCause(const WorkerFailure& f) {
+  if (absl::StartsWith(f.detail, absl::StrCat("machine ", f.machine_rank))) {
+    return f.detail;
+  }
+  return absl::StrCat("machine ", f.machine_rank, f.host.empty() ? "" : " (host " + f.host + ")",
+                      ": ", f.detail.empty() ? "failed" : f.detail);
+}
+
+std::string DescribeCause(const WorkerFailure& f) {
+  if (f.rank < 0) {
+    return DescribeMachineCause(f);
+  }
+  const bool hang = absl::StartsWith(f.detail, "hang");
+  return absl::StrCat("rank ", f.rank, " on machine ", f.machine_rank,
+                      f.host.empty() ? "" : absl::StrCat(" (host ", f.host, ")"), ": ",
+                      hang ? f.detail : DescribeExit(f.exit));
 }
 
 int ExitCodeFor(const WorkerFailure& root) {

@@ -9,54 +9,93 @@
 
 namespace accel::launcher {
 
-std::optional<std::uint64_t> ReadProgressFile(const std::string& path) {
+std::optional<progress::Record> ReadProgressFile(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
     return std::nullopt;
   }
-  unsigned char bytes[8];
-  if (::pread(fd.get(), bytes, sizeof(bytes), 0) != static_cast<ssize_t>(sizeof(bytes))) {
+  unsigned char bytes[progress::kFileBytes];
+  const ssize_t n = ::pread(fd.get(), bytes, sizeof(bytes), 0);
+  if (n < 8) {
     return std::nullopt;
   }
-  std::uint64_t value = 0;
-  for (int i = 7; i >= 0; --i) {
-    value = (value << 8) | bytes[i];
-  }
-  return value;
+  return progress::DecodeRecord(bytes, static_cast<std::size_t>(n));
 }
 
-void HangDetector::Watch(int rank, std::string path) {
-  ranks_[rank] = Progress{std::move(path), std::nullopt, absl::InfinitePast()};
+HangDetector::HangDetector(int machine_rank, std::string host, TreeSampler sample_tree,
+                           absl::Duration cpu_window, double busy_cpu_fraction)
+    : machine_rank_(machine_rank),
+      host_(std::move(host)),
+      sample_tree_(sample_tree ? std::move(sample_tree) : TreeSampler(SampleProcessTree)),
+      cpu_window_(cpu_window),
+      busy_cpu_fraction_(busy_cpu_fraction),
+      ticks_per_second_(ClockTicksPerSecond()) {}
+
+void HangDetector::Watch(int rank, pid_t pid, std::string progress_path, absl::Time now) {
+  Watched w;
+  w.pid = pid;
+  w.progress_path = std::move(progress_path);
+  w.active = now;
+  ranks_[rank] = std::move(w);
 }
 
-std::vector<StalledRank> HangDetector::Check(absl::Time now) {
-  bool any_watched = false;
-  absl::Time latest = absl::InfinitePast();
-  for (auto& [rank, progress] : ranks_) {
-    const std::optional<std::uint64_t> step = ReadProgressFile(progress.path);
-    if (!step.has_value()) {
-      continue;
-    }
-    if (step != progress.step) {
-      progress.step = step;
-      progress.changed = now;
-    }
-    any_watched = true;
-    latest = std::max(latest, progress.changed);
+bool HangDetector::Busy(Watched& w, absl::Time now, std::uint64_t ticks) const {
+  w.cpu.emplace_back(now, ticks);
+  while (w.cpu.size() >= 2 && w.cpu[1].first <= now - cpu_window_) {
+    w.cpu.pop_front();  // keep one sample at least a window old as the baseline
   }
-  if (!any_watched || now - latest < timeout_) {
-    return {};
+  const auto& [since, base] = w.cpu.front();
+  if (now - since < cpu_window_ / 2 || ticks <= base) {
+    return false;
   }
-  std::vector<StalledRank> stalled;
-  for (const auto& [rank, progress] : ranks_) {
-    if (!progress.step.has_value()) {
-      continue;
+  const double used_s = static_cast<double>(ticks - base) / ticks_per_second_;
+  return used_s >= busy_cpu_fraction_ * absl::ToDoubleSeconds(now - since);
+}
+
+void HangDetector::Sample(absl::Time now, const std::function<std::uint64_t(int)>& output_bytes) {
+  for (auto& [rank, w] : ranks_) {
+    bool active = false;
+    if (!w.progress_path.empty()) {
+      std::optional<progress::Record> record = ReadProgressFile(w.progress_path);
+      if (record.has_value() && record != w.progress) {
+        active = w.progress.has_value();  // the first record read is a start, not an advance
+        w.progress = record;
+      }
     }
-    stalled.push_back(StalledRank{rank, *progress.step, now - progress.changed});
+    const std::uint64_t bytes = output_bytes ? output_bytes(rank) : 0;
+    active = active || bytes != w.output_bytes;
+    w.output_bytes = bytes;
+    const ProcessTreeSample tree = sample_tree_(w.pid);
+    w.stopped = tree.stopped;
+    active = Busy(w, now, tree.cpu_ticks) || active;
+    if (active && !w.stopped) {
+      w.active = now;
+    }
   }
-  std::stable_sort(stalled.begin(), stalled.end(),
-                   [](const StalledRank& a, const StalledRank& b) { return a.step < b.step; });
-  return stalled;
+}
+
+std::vector<RankSnapshot> HangDetector::Snapshots(absl::Time now) const {
+  std::vector<RankSnapshot> out;
+  out.reserve(ranks_.size());
+  for (const auto& [rank, w] : ranks_) {
+    RankSnapshot s;
+    s.rank = rank;
+    s.machine_rank = machine_rank_;
+    s.host = host_;
+    s.progress = w.progress;
+    s.stopped = w.stopped;
+    s.idle_for = now - w.active;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+absl::Duration HangDetector::IdleFor(absl::Time now) const {
+  absl::Duration idle = absl::InfiniteDuration();
+  for (const auto& [rank, w] : ranks_) {
+    idle = std::min(idle, now - w.active);
+  }
+  return idle;
 }
 
 }  // namespace accel::launcher

@@ -120,11 +120,17 @@ void OutputRouter::OnReadable(int fd) {
       streams_.erase(it);
       return;
     }
+    bytes_[stream.rank] += static_cast<std::uint64_t>(n);
     Emit(stream, buffer, static_cast<std::size_t>(n), /*flush_partial=*/false);
     if (static_cast<std::size_t>(n) < sizeof(buffer)) {
       return;
     }
   }
+}
+
+std::uint64_t OutputRouter::BytesFrom(int rank) const {
+  auto it = bytes_.find(rank);
+  return it == bytes_.end() ? 0 : it->second;
 }
 
 void OutputRouter::CloseAll() {

@@ -10,6 +10,7 @@
 
 #include <poll.h>
 
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
@@ -60,6 +61,8 @@ class OutputRouter {
 
   // Returns the last stderr lines of `rank` (oldest first).
   std::vector<std::string> StderrTail(int rank) const;
+  // Returns how many bytes `rank` has written to stdout and stderr together.
+  std::uint64_t BytesFrom(int rank) const;
 
  private:
   struct Stream {
@@ -77,6 +80,7 @@ class OutputRouter {
   OutputOptions options_;
   std::map<int, std::unique_ptr<Stream>> streams_;  // by read fd
   std::map<int, std::deque<std::string>> tails_;    // by rank
+  std::map<int, std::uint64_t> bytes_;              // by rank
 };
 
 }  // namespace accel::launcher

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "launcher/process/subprocess.h"
 
 namespace accel::launcher {
 
@@ -52,7 +53,7 @@ std::string DescribeLauncherSignal(int signal, const std::string& sender) {
     return absl::StrCat("stopped by SIG", name != nullptr ? name : absl::StrCat(signal),
                         " from Slurm (scancel or the job's time limit)");
   }
-  return absl::StrCat("interrupted by signal ", signal);
+  return absl::StrCat("interrupted by ", DescribeExit(ExitStatus{0, signal}));
 }
 
 }  // namespace accel::launcher

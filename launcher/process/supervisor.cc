@@ -11,7 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/defaults.h"
-#include "launcher/process/hang.h"
+#include "launcher/process/hang_watch.h"
 #include "launcher/process/os_util.h"
 
 namespace accel::launcher {
@@ -55,6 +55,14 @@ struct Worker {
   ChildProcess process;
 };
 
+HangWatchOptions WatchOptions(const SupervisorOptions& options) {
+  HangWatchOptions watch;
+  watch.machine_rank = options.machine_rank;
+  watch.host = options.host;
+  watch.hang_timeout = options.hang_timeout;
+  return watch;
+}
+
 int PollTimeoutMs(absl::Time now, absl::Time deadline) {
   if (deadline == absl::InfiniteFuture()) {
     return -1;
@@ -71,14 +79,15 @@ class AttemptRun {
  public:
   AttemptRun(const SupervisorOptions& options, const SignalFd& signals, AbortChannel& abort,
              OutputRouter& router, const std::function<void(const WorkerFailure&)>& on_failure,
-             const std::function<void(int signal, const std::string& sender)>& on_interrupt)
+             const std::function<void(int signal, const std::string& sender)>& on_interrupt,
+             JobProgress* job)
       : options_(options),
         signals_(signals),
         abort_(abort),
         router_(router),
         on_failure_(on_failure),
         on_interrupt_(on_interrupt),
-        hang_(options.hang_timeout),
+        hang_(WatchOptions(options), job),
         watch_hangs_(options.hang_timeout > absl::ZeroDuration()) {}
 
   // Runs the attempt to its end; call once.
@@ -101,8 +110,11 @@ class AttemptRun {
   // Returns true when `failures` are all kills from outside and the launcher's own signal
   // follows within the grace (it is then handled): the failures are part of an interruption.
   bool OwnSignalFollows(const std::vector<WorkerFailure>& failures);
-  // Reads the progress files; a stall begins the teardown.
+  // Samples the ranks for hang detection; a verdict whose root cause runs here (or whose
+  // machine did not report it in time) begins the teardown.
   void OnHangCheck(absl::Time now);
+  // Ends the attempt with the hang verdict: the root cause's row (reported when it runs here).
+  void EndWithHang(const HangVerdict& verdict, bool local, absl::Time now);
   // Signals every process group with `signal` and starts the grace (once per attempt).
   void BeginStop(int signal);
   // SIGKILLs every process group: the grace is over, or a second signal came.
@@ -119,7 +131,7 @@ class AttemptRun {
   OutputRouter& router_;
   const std::function<void(const WorkerFailure&)>& on_failure_;
   const std::function<void(int signal, const std::string& sender)>& on_interrupt_;
-  HangDetector hang_;
+  HangWatch hang_;
   const bool watch_hangs_;
 
   AttemptResult result_;
@@ -162,8 +174,8 @@ void AttemptRun::SpawnAll(std::vector<WorkerLaunch> launches) {
       result_.spawn_error = child.status();
       break;
     }
-    if (watch_hangs_ && !launch.files.progress_file.empty()) {
-      hang_.Watch(launch.rank, launch.files.progress_file);
+    if (watch_hangs_) {
+      hang_.Watch(launch.rank, child->pid(), launch.files.progress_file, absl::Now());
     }
     workers_.push_back(Worker{std::move(launch), *std::move(child)});
   }
@@ -320,23 +332,36 @@ bool AttemptRun::OwnSignalFollows(const std::vector<WorkerFailure>& failures) {
 
 void AttemptRun::OnHangCheck(absl::Time now) {
   next_hang_check_ = now + options_.monitor_interval;
-  const std::vector<StalledRank> stalled = hang_.Check(now);
-  if (stalled.empty()) {
-    return;
+  const HangWatch::Action action =
+      hang_.Check(now, [this](int rank) { return router_.BytesFrom(rank); });
+  switch (action) {
+    case HangWatch::Action::kNone:
+      return;
+    case HangWatch::Action::kWaitRemote:
+      result_.hang_notes = hang_.verdict().others;  // kept if the root machine's abort comes
+      return;
+    case HangWatch::Action::kEndLocal:
+    case HangWatch::Action::kEndRemote:
+      EndWithHang(hang_.verdict(), action == HangWatch::Action::kEndLocal, now);
+      return;
   }
+}
+
+void AttemptRun::EndWithHang(const HangVerdict& verdict, bool local, absl::Time now) {
   result_.end = AttemptEnd::kHang;
-  for (const StalledRank& s : stalled) {
-    for (const Worker& w : workers_) {
-      if (w.launch.rank != s.rank) {
-        continue;
-      }
-      WorkerFailure f = NewFailure(w, now);
-      f.detail = absl::StrCat("hang: no progress for ", absl::FormatDuration(s.stalled_for),
-                              " (at step ", s.step, ")");
-      result_.failures.push_back(std::move(f));
-    }
+  result_.hang_notes = verdict.others;
+  WorkerFailure f;
+  f.machine_rank = verdict.machine_rank;
+  f.host = verdict.host;
+  f.rank = verdict.rank;
+  f.local_rank = -1;
+  f.time = now;
+  for (const Worker& w : workers_) {
+    if (local && w.launch.rank == verdict.rank) f = NewFailure(w, now);
   }
-  if (!result_.failures.empty() && on_failure_) {
+  f.detail = DescribeVerdict(verdict);
+  result_.failures.push_back(f);
+  if (local && on_failure_) {
     on_failure_(result_.failures.front());
   }
   BeginStop(SIGTERM);
@@ -359,6 +384,9 @@ void AttemptRun::KillNow() {
 
 void AttemptRun::SignalAll(int signal) {
   for (Worker& w : workers_) {
+    if (signal != SIGKILL) {
+      w.process.SignalGroup(SIGCONT);  // a stopped worker acts on `signal` only once continued
+    }
     w.process.SignalGroup(signal);
   }
 }
@@ -394,8 +422,9 @@ void AttemptRun::CompleteFailures() {
 AttemptResult Supervisor::Run(
     std::vector<WorkerLaunch> workers, OutputRouter& router,
     const std::function<void(const WorkerFailure&)>& on_failure,
-    const std::function<void(int signal, const std::string& sender)>& on_interrupt) {
-  AttemptRun attempt(options_, signals_, abort_, router, on_failure, on_interrupt);
+    const std::function<void(int signal, const std::string& sender)>& on_interrupt,
+    JobProgress* job) {
+  AttemptRun attempt(options_, signals_, abort_, router, on_failure, on_interrupt, job);
   return attempt.Run(std::move(workers));
 }
 

@@ -1,6 +1,8 @@
 // Supervisor: spawns one attempt's workers, watches them without busy polling (one poll over
 // pidfds, output pipes, the launcher's signalfd and an abort eventfd), and tears the group down
-// all-or-nothing: SIGTERM to every process group → shutdown_grace → SIGKILL → reap.
+// all-or-nothing: SIGCONT (a stopped worker must be able to die) and SIGTERM to every process
+// group → shutdown_grace → SIGKILL → reap. With a hang timeout it watches for hangs
+// (hang_watch.h) every monitor interval.
 //
 // Run blocks until every worker has been reaped and its output drained (bounded by the grace
 // and a short drain deadline once a teardown starts). It must run on the long-lived thread that
@@ -19,6 +21,7 @@
 #include "common/defaults.h"
 #include "common/unique_fd.h"
 #include "launcher/process/failure_report.h"
+#include "launcher/process/hang.h"
 #include "launcher/process/output.h"
 #include "launcher/process/signals.h"
 #include "launcher/process/subprocess.h"
@@ -68,7 +71,7 @@ struct WorkerLaunch {
 enum class AttemptEnd {
   kSucceeded,     // every worker exited 0
   kWorkerFailed,  // a local worker exited non-zero or by a signal
-  kHang,          // no watched rank advanced for hang_timeout
+  kHang,          // no rank of the job was active for hang_timeout
   kInterrupted,   // the launcher got SIGINT/SIGTERM/SIGHUP
   kAborted,       // AbortChannel (another machine failed)
   kSpawnFailed,   // a worker could not be started
@@ -78,9 +81,13 @@ struct AttemptResult {
   AttemptEnd end = AttemptEnd::kSucceeded;
   int signal = 0;                       // kInterrupted: the signal
   std::string signal_sender;            // kInterrupted: the sending program (e.g. "slurmstepd")
-  std::vector<WorkerFailure> failures;  // local failures, root cause first
+  std::vector<WorkerFailure> failures;  // local failures, root cause first (kHang: the root
+                                        // cause, which may run on another machine)
   std::string abort_reason;             // kAborted
   absl::Status spawn_error;             // kSpawnFailed
+  // A hang verdict: what the other ranks were doing ("rank 1 (machine 0): waiting in collective
+  // 12"), also when the attempt then ended by the root-cause machine's abort.
+  std::vector<std::string> hang_notes;
 };
 
 class Supervisor {
@@ -89,15 +96,18 @@ class Supervisor {
       : options_(std::move(options)), signals_(signals), abort_(abort) {}
 
   // Runs one attempt of `workers` with their output through `router`. `on_failure` is called
-  // once, at the first local failure, and `on_interrupt` at the launcher's first signal (with
-  // the sending program's name), both before the teardown, so the agent can tell the rendezvous
-  // while the workers stop. A worker killed by SIGTERM/SIGINT/SIGHUP/SIGKILL from outside is a
-  // failure only when no signal reaches the launcher within defaults::kOwnSignalGrace: a
-  // scheduler (Slurm's scancel, a time limit) signals the workers and the launcher together.
+  // once, at the first local failure (or a hang whose root cause runs here), and `on_interrupt`
+  // at the launcher's first signal (with the sending program's name), both before the teardown,
+  // so the agent can tell the rendezvous while the workers stop. A worker killed by
+  // SIGTERM/SIGINT/SIGHUP/SIGKILL from outside is a failure only when no signal reaches the
+  // launcher within defaults::kOwnSignalGrace: a scheduler (Slurm's scancel, a time limit)
+  // signals the workers and the launcher together. `job` (may be null: one machine) shows the
+  // other machines' ranks to hang detection.
   AttemptResult Run(
       std::vector<WorkerLaunch> workers, OutputRouter& router,
       const std::function<void(const WorkerFailure&)>& on_failure,
-      const std::function<void(int signal, const std::string& sender)>& on_interrupt = nullptr);
+      const std::function<void(int signal, const std::string& sender)>& on_interrupt = nullptr,
+      JobProgress* job = nullptr);
 
  private:
   SupervisorOptions options_;

@@ -141,14 +141,14 @@ class GrpcRendezvousClient final : public RendezvousClient {
     } else {
       delivered.kind = Event::Kind::kServerLost;
       delivered.attempt = attempt;
-      delivered.root_cause.message = absl::StrCat("watch rendezvous at ", options_.endpoint,
-                                                  ": the stream ended: ", status.error_message());
+      delivered.root_cause.message =
+          absl::StrCat("its connection closed (", status.error_message(), ")");
     }
     {
       absl::MutexLock lock(&mu_);
       if (!got && !lost_reason_.empty()) {
-        delivered.root_cause.message =
-            absl::StrCat("watch rendezvous at ", options_.endpoint, ": ", lost_reason_);
+        delivered.root_cause.message = lost_reason_;
+        delivered.server_unreachable = true;
       }
       const bool stopped = stopping_;
       stopping_ = true;  // ends the heartbeats
@@ -187,8 +187,8 @@ class GrpcRendezvousClient final : public RendezvousClient {
       }
       mu_.Lock();
       if (now - last_answer > lost_after && !stopping_) {
-        lost_reason_ =
-            absl::StrCat("no heartbeat answered for ", absl::FormatDuration(now - last_answer));
+        lost_reason_ = absl::StrFormat("no answer to heartbeats for %.1f s",
+                                       absl::ToDoubleSeconds(now - last_answer));
         watch_context_->TryCancel();
         break;
       }

@@ -5,6 +5,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/logging.h"
 #include "rendezvous/grpc/auth.h"
 #include "rendezvous/grpc/pending_reactor.h"
 
@@ -97,6 +98,11 @@ grpc::ServerUnaryReactor* RendezvousService::Join(grpc::CallbackServerContext* c
                                                   const v1::JoinRequest* request,
                                                   v1::JoinResponse* response) {
   if (absl::Status s = CheckToken(*context, token_, "join rendezvous"); !s.ok()) {
+    const std::string why(s.message());
+    if (coordinator_.NoteRefusedJoin(*request, context->peer(), why)) {
+      spdlog::warn("rendezvous: refused a join claiming machine_rank {}: {}",
+                   request->machine_rank(), why);
+    }
     return Answer(context, s);
   }
   JoinCoordinator& coordinator = coordinator_;

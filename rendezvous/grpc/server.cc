@@ -133,6 +133,9 @@ class GrpcRendezvousServer final : public RendezvousServer {
       wake_cv_.Signal();
     }
     if (server_ != nullptr) {
+      // A machine whose watch arrives just after the attempt ended (the others may already be
+      // exiting) is told how it ended, not cut off as if the server had died.
+      coordinator_->AwaitTerminalSent(absl::Now() + grace);
       coordinator_->Shutdown();
       table_->FailAll(absl::UnavailableError("store wait: the rendezvous server is shutting down"));
       server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));

@@ -59,8 +59,9 @@ class RendezvousServer {
   // Returns "host:port" to connect to: the bind host, or 127.0.0.1 for a wildcard bind.
   virtual std::string endpoint() const = 0;
 
-  // Fails pending calls with UNAVAILABLE, stops serving, and waits for in-flight calls (bounded by
-  // `grace`, after which they are cancelled). Idempotent.
+  // Waits (up to `grace`) until every machine of an attempt that has ended was sent its terminal
+  // event, then fails pending calls with UNAVAILABLE, stops serving, and waits for in-flight
+  // calls (bounded by `grace` again, after which they are cancelled). Idempotent.
   virtual void Shutdown(
       absl::Duration grace = absl::FromChrono(defaults::kServerShutdownGrace)) = 0;
 };

@@ -91,11 +91,7 @@ absl::Status CheckAgainstServer(const JoinedMachine& machine, const ServerOption
                                 std::string_view reference) {
   const v1::JoinRequest& r = machine.request;
   const std::string prefix = Prefix(options.run_id);
-  if (r.run_id() != options.run_id) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(prefix, "run id mismatch: ", DescribeMachine(machine), " has run_id \"",
-                     r.run_id(), "\" but ", Av(reference), " has run_id \"", options.run_id, "\""));
-  }
+  // The counts first: a run id derived from them differs too, and the counts say why.
   if (r.num_machines() != options.num_machines) {
     return absl::FailedPreconditionError(absl::StrCat(
         prefix, "num_machines mismatch: ", DescribeMachine(machine), " has num_machines=",
@@ -105,6 +101,11 @@ absl::Status CheckAgainstServer(const JoinedMachine& machine, const ServerOption
     return absl::FailedPreconditionError(absl::StrCat(
         prefix, "num_processes mismatch: ", DescribeMachine(machine), " has num_processes=",
         r.num_processes(), " but ", Av(reference), " has num_processes=", options.num_processes));
+  }
+  if (r.run_id() != options.run_id) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(prefix, "run id mismatch: ", DescribeMachine(machine), " has run_id \"",
+                     r.run_id(), "\" but ", Av(reference), " has run_id \"", options.run_id, "\""));
   }
   return absl::OkStatus();
 }
@@ -164,7 +165,8 @@ std::vector<int> AssignBaseRanks(const std::vector<int>& local_processes) {
 }
 
 absl::Status TimeoutError(const std::string& run_id, std::int64_t attempt, absl::Duration timeout,
-                          int num_machines, const std::vector<const JoinedMachine*>& arrived) {
+                          int num_machines, const std::vector<const JoinedMachine*>& arrived,
+                          const std::vector<std::string>& refused) {
   std::vector<bool> present(num_machines, false);
   std::vector<std::string> arrived_text;
   for (const JoinedMachine* machine : arrived) {
@@ -175,11 +177,22 @@ absl::Status TimeoutError(const std::string& run_id, std::int64_t attempt, absl:
   for (int rank = 0; rank < num_machines; ++rank) {
     if (!present[rank]) missing.push_back(rank);
   }
-  return absl::DeadlineExceededError(
-      absl::StrCat("join rendezvous run_id=", run_id, " attempt=", attempt, ": timed out after ",
-                   absl::FormatDuration(timeout), " with ", arrived.size(), " of ", num_machines,
-                   " machines joined; arrived: ", absl::StrJoin(arrived_text, ", "),
-                   "; missing machine_rank ", absl::StrJoin(missing, ", ")));
+  return absl::DeadlineExceededError(absl::StrCat(
+      "join rendezvous run_id=", run_id, " attempt=", attempt, ": timed out after ",
+      absl::FormatDuration(timeout), " with ", arrived.size(), " of ", num_machines,
+      " machines joined; arrived: ", absl::StrJoin(arrived_text, ", "), "; missing machine_rank ",
+      absl::StrJoin(missing, ", "),
+      refused.empty() ? "" : absl::StrCat("; refused: ", absl::StrJoin(refused, "; "))));
+}
+
+absl::Status RefusedPeerError(const JoinedMachine& refused, const absl::Status& why,
+                              const std::string& run_id) {
+  absl::string_view reason = why.message();
+  const std::string prefix = Prefix(run_id);
+  if (absl::StartsWith(reason, prefix)) reason.remove_prefix(prefix.size());
+  return absl::Status(why.code(),
+                      absl::StrCat(prefix, DescribeMachine(refused),
+                                   " was refused, so this attempt cannot complete: ", reason));
 }
 
 }  // namespace accel::rendezvous

@@ -56,9 +56,16 @@ absl::Status DuplicateRankError(const JoinedMachine& incoming, const JoinedMachi
 std::vector<int> AssignBaseRanks(const std::vector<int>& local_processes);
 
 // Returns the DEADLINE_EXCEEDED status sent to every waiting machine when `timeout` runs out:
-// which machine ranks arrived, from where, and which are missing.
+// which machine ranks arrived, from where, which are missing, and the joins refused meanwhile
+// (`refused`, e.g. a wrong token: those do not end the wait, since anyone can send them).
 absl::Status TimeoutError(const std::string& run_id, std::int64_t attempt, absl::Duration timeout,
-                          int num_machines, const std::vector<const JoinedMachine*>& arrived);
+                          int num_machines, const std::vector<const JoinedMachine*>& arrived,
+                          const std::vector<std::string>& refused = {});
+
+// Returns the error sent to the machines waiting in an attempt when a join with the job's token
+// was refused by a check (`why`): the attempt cannot complete, and they learn why at once.
+absl::Status RefusedPeerError(const JoinedMachine& refused, const absl::Status& why,
+                              const std::string& run_id);
 
 }  // namespace accel::rendezvous
 

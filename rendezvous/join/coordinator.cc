@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/absl_view.h"
 #include "rendezvous/join/result.h"
@@ -12,6 +13,24 @@ namespace accel::rendezvous {
 namespace {
 
 absl::Status Unavailable() { return absl::UnavailableError("rendezvous server: shutting down"); }
+
+constexpr std::size_t kMaxRefusals = 4;  // refusals kept per attempt (anyone can send them)
+
+// Returns "(host H, address A)" of `machine`.
+std::string Where(const JoinedMachine& machine) {
+  return absl::StrCat("(host ",
+                      machine.request.hostname().empty() ? "?" : machine.request.hostname(),
+                      ", address ", machine.address.empty() ? "?" : machine.address, ")");
+}
+
+// Returns `text` cut to 64 bytes with anything unprintable as '?' (it comes from a stranger).
+std::string Printable(std::string_view text) {
+  std::string out(text.substr(0, 64));
+  for (char& c : out) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -101,6 +120,12 @@ JoinCoordinator::Id JoinCoordinator::Join(const v1::JoinRequest& request, std::s
           absl::StrCat("join rendezvous run_id=", options_.run_id, ": the run has finished"));
     } else {
       status = CheckLocked(machine, request.agent_nonce());
+      // A machine with the job's token was refused: this attempt cannot complete, and the
+      // machines waiting in it learn why now instead of at rdzv_timeout.
+      if ((absl::IsFailedPrecondition(status) || absl::IsInvalidArgument(status)) &&
+          phase_ == Phase::kJoining && !pending_.empty()) {
+        FailPendingLocked(RefusedPeerError(machine, status, options_.run_id), out);
+      }
     }
     if (!status.ok()) {
       out.joins.emplace_back(std::move(done), status);
@@ -159,6 +184,7 @@ void JoinCoordinator::CompleteLocked(absl::Time now, Outbox& out) {
   }
   pending_.clear();
   warnings_.clear();
+  refusals_.clear();
   first_join_ = absl::InfiniteFuture();
   phase_ = Phase::kRunning;
 }
@@ -167,7 +193,24 @@ void JoinCoordinator::FailPendingLocked(const absl::Status& status, Outbox& out)
   for (auto& [rank, pending] : pending_) out.joins.emplace_back(std::move(pending.done), status);
   pending_.clear();
   warnings_.clear();
+  refusals_.clear();
   first_join_ = absl::InfiniteFuture();
+}
+
+bool JoinCoordinator::NoteRefusedJoin(const v1::JoinRequest& request, std::string_view peer,
+                                      std::string_view why) {
+  absl::MutexLock lock(&mu_);
+  if (shut_down_ || phase_ != Phase::kJoining || refusals_.size() >= kMaxRefusals) return false;
+  const std::string prefix = absl::StrCat(Av(peer), ": ");
+  if (const std::size_t at = why.find(prefix); at != std::string_view::npos) {
+    why.remove_prefix(at + prefix.size());
+  }
+  std::string line =
+      absl::StrCat("a join claiming machine_rank ", request.machine_rank(), " (host ",
+                   Printable(request.hostname()), ") from ", PeerHost(peer), ": ", Av(why));
+  if (std::find(refusals_.begin(), refusals_.end(), line) != refusals_.end()) return false;
+  refusals_.push_back(std::move(line));
+  return true;
 }
 
 void JoinCoordinator::CancelJoin(Id id) {
@@ -235,6 +278,9 @@ absl::StatusOr<JoinCoordinator::Id> JoinCoordinator::Watch(const v1::WatchReques
       out.events.emplace_back(std::move(sink), std::move(event));
     } else if (phase_ != Phase::kRunning) {
       out.events.emplace_back(std::move(sink), TerminalEventLocked());
+      if (auto it = members_.find(request.machine_rank()); it != members_.end()) {
+        it->second.told = true;
+      }
     } else {
       Member& member = members_.at(request.machine_rank());
       if (member.sink)
@@ -252,7 +298,10 @@ absl::StatusOr<JoinCoordinator::Id> JoinCoordinator::Watch(const v1::WatchReques
 void JoinCoordinator::EndLocked(Phase phase, const v1::Event& event, Outbox& out) {
   phase_ = phase;
   for (auto& [rank, member] : members_) {
-    if (member.sink) out.events.emplace_back(std::move(member.sink), event);
+    if (member.sink) {
+      out.events.emplace_back(std::move(member.sink), event);
+      member.told = true;
+    }
     member.watch_id = 0;
   }
 }
@@ -272,13 +321,17 @@ void JoinCoordinator::WatchBroken(Id id, absl::Time /*now*/) {
       if (member.watch_id != id) continue;
       member.watch_id = 0;
       member.sink = nullptr;
-      if (member.done) break;
+      if (member.done) {
+        member.told = true;  // it finished and left: nothing is owed to it
+        break;
+      }
       v1::RootCause cause;
       cause.set_machine_rank(rank);
       cause.set_hostname(member.machine.request.hostname());
       cause.set_rank(-1);
-      cause.set_message(absl::StrCat(DescribeMachine(member.machine),
-                                     " lost: its watch stream to the rendezvous server broke"));
+      cause.set_message(absl::StrCat("machine ", rank,
+                                     " lost: its connection to the rendezvous server closed ",
+                                     Where(member.machine)));
       AbortLocked(cause, out);
       break;
     }
@@ -354,7 +407,7 @@ absl::Time JoinCoordinator::Tick(absl::Time now) {
       std::vector<const JoinedMachine*> arrived;
       for (const auto& [rank, pending] : pending_) arrived.push_back(&pending.machine);
       FailPendingLocked(TimeoutError(options_.run_id, attempt_, options_.rdzv_timeout,
-                                     options_.num_machines, arrived),
+                                     options_.num_machines, arrived, refusals_),
                         out);
     }
     if (!pending_.empty()) next = first_join_ + options_.rdzv_timeout;
@@ -369,8 +422,10 @@ absl::Time JoinCoordinator::Tick(absl::Time now) {
         cause.set_machine_rank(rank);
         cause.set_hostname(member.machine.request.hostname());
         cause.set_rank(-1);
-        cause.set_message(absl::StrCat(DescribeMachine(member.machine), " lost: no heartbeat for ",
-                                       absl::FormatDuration(now - member.last_heartbeat)));
+        cause.set_message(absl::StrCat(
+            "machine ", rank, " lost: no heartbeat for ",
+            absl::StrFormat("%.1f s", absl::ToDoubleSeconds(now - member.last_heartbeat)), " ",
+            Where(member.machine)));
         AbortLocked(cause, out);
         break;
       }
@@ -378,6 +433,21 @@ absl::Time JoinCoordinator::Tick(absl::Time now) {
   }
   Deliver(out);
   return next;
+}
+
+bool JoinCoordinator::NobodyOwedLocked() const {
+  if (phase_ != Phase::kDone && phase_ != Phase::kAborted) return true;
+  for (const auto& [rank, member] : members_) {
+    const bool lost_cause =
+        phase_ == Phase::kAborted && root_cause_.rank() == -1 && root_cause_.machine_rank() == rank;
+    if (!member.told && !lost_cause) return false;
+  }
+  return true;
+}
+
+bool JoinCoordinator::AwaitTerminalSent(absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithDeadline(absl::Condition(this, &JoinCoordinator::NobodyOwedLocked), deadline);
 }
 
 void JoinCoordinator::Shutdown() {

@@ -2,7 +2,9 @@
 //
 // An attempt moves joining → running → (aborted | done), or back to joining with attempt + 1 on a
 // restart. Join completes every waiting machine at once when the last one arrives (or fails them
-// all with the timeout report after rdzv_timeout from the first arrival). A running attempt
+// all with the timeout report after rdzv_timeout from the first arrival, or at once with the
+// reason when a machine with the job's token is refused: a config that differs, a duplicate
+// machine_rank, a count that does not match). A running attempt
 // watches its machines: a broken Watch stream or heartbeats missing for
 // heartbeat_interval * missed_heartbeats_lost aborts the attempt on every machine.
 //
@@ -67,6 +69,10 @@ class JoinCoordinator {
   Id Join(const v1::JoinRequest& request, std::string_view peer, absl::Time now, JoinDone done);
   // Withdraws a waiting join (its client went away); runs its `done` with CANCELLED.
   void CancelJoin(Id id);
+  // Records a join refused before it reached the coordinator (`why`: a wrong or missing token),
+  // named in the join timeout report. It does not end the attempt: anyone can send one. Returns
+  // true when it was new (at most a few per attempt are kept).
+  bool NoteRefusedJoin(const v1::JoinRequest& request, std::string_view peer, std::string_view why);
 
   // Registers `sink` for the attempt's terminal event (sent at once when the attempt is already
   // over). FAILED_PRECONDITION when the machine is not a member of that attempt.
@@ -79,6 +85,14 @@ class JoinCoordinator {
 
   // Fires the join timeout and heartbeat losses due at `now`; returns when next to call.
   absl::Time Tick(absl::Time now);
+
+  // Waits until every machine of an ended attempt (done or aborted) has been sent its terminal
+  // event — it had a watch open, or opens one now — or until `deadline`; a machine lost as the
+  // abort's root cause, or one that left after reporting done, is owed nothing. Returns at once
+  // while the attempt is joining or running. Returns whether nobody is owed an event. The server
+  // calls it before Shutdown, so a machine whose watch arrives just after the end learns how the
+  // attempt ended instead of seeing the server go away.
+  bool AwaitTerminalSent(absl::Time deadline);
 
   // Fails waiting joins and closes watches with UNAVAILABLE; later calls fail the same way.
   void Shutdown();
@@ -96,6 +110,7 @@ class JoinCoordinator {
     bool done = false;
     Id watch_id = 0;
     std::shared_ptr<EventSink> sink;
+    bool told = false;  // sent the attempt's terminal event, or left after reporting done
   };
   // A completed attempt whose responses are built after the lock is released (with the machine
   // list they are O(machines^2) bytes).
@@ -125,6 +140,7 @@ class JoinCoordinator {
                                  int machine_rank, std::int64_t attempt) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::Event TerminalEventLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool NobodyOwedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static void Deliver(Outbox& out);
 
   const ServerOptions options_;
@@ -139,9 +155,10 @@ class JoinCoordinator {
   absl::Time first_join_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   std::map<int, Pending> pending_ ABSL_GUARDED_BY(mu_);  // by machine_rank
   std::vector<std::string> warnings_ ABSL_GUARDED_BY(mu_);
-  std::map<int, Member> members_ ABSL_GUARDED_BY(mu_);  // by machine_rank, once running
-  v1::RootCause root_cause_ ABSL_GUARDED_BY(mu_);       // of the abort
-  v1::RootCause restart_cause_ ABSL_GUARDED_BY(mu_);    // of the last restart
+  std::vector<std::string> refusals_ ABSL_GUARDED_BY(mu_);  // NoteRefusedJoin, this attempt
+  std::map<int, Member> members_ ABSL_GUARDED_BY(mu_);      // by machine_rank, once running
+  v1::RootCause root_cause_ ABSL_GUARDED_BY(mu_);           // of the abort
+  v1::RootCause restart_cause_ ABSL_GUARDED_BY(mu_);        // of the last restart
 };
 
 }  // namespace accel::rendezvous

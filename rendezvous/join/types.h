@@ -74,6 +74,9 @@ struct Event {
   Kind kind = Kind::kAbort;
   std::int64_t attempt = 0;
   RootCause root_cause;
+  // kServerLost: the server stopped answering heartbeats (down, or the network is), rather than
+  // its connection closing (the server process is gone).
+  bool server_unreachable = false;
 };
 
 // Returns the store namespace of `attempt` of `run_id`: workers pass it to ConnectStore.

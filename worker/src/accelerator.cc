@@ -23,6 +23,7 @@
 #include "worker/src/accelerator_state.h"
 #include "worker/src/amp/autocast_compat.h"
 #include "worker/src/comm/factory.h"
+#include "worker/src/comm/progress_communicator.h"
 #include "worker/src/env.h"
 
 namespace accel {
@@ -131,7 +132,8 @@ Accelerator::Accelerator(Options options) : state_(std::make_unique<internal::Ac
   }
   s.comm = worker::MakeCommunicator(backend, s.device, spec, s.kv.get());
   if (!options.progress_file.empty()) {
-    s.progress = std::make_unique<worker::ProgressFile>(options.progress_file);
+    s.progress = std::make_shared<worker::ProgressFile>(options.progress_file);
+    s.comm = worker::WithProgress(std::move(s.comm), s.progress);
   }
 }
 

@@ -36,7 +36,7 @@ struct AcceleratorState {
   std::unique_ptr<worker::Kv> kv;                  // null for a world of 1 and MPI
   std::unique_ptr<Communicator> comm;              // never null
   std::optional<worker::LossScaler> scaler;        // set when loss scaling is on
-  std::unique_ptr<worker::ProgressFile> progress;  // null without ACCEL_PROGRESS_FILE
+  std::shared_ptr<worker::ProgressFile> progress;  // null without ACCEL_PROGRESS_FILE
 
   std::vector<std::shared_ptr<torch::nn::Module>> modules;
   std::vector<std::unique_ptr<worker::GradSync>> grad_syncs;  // one per module (world > 1)

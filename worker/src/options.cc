@@ -82,6 +82,8 @@ Options Options::FromEnv() {
   if (const char* endpoint = env::Get(env::kStoreEndpoint)) o.store_endpoint = endpoint;
   if (const char* token = env::Get(env::kRdzvToken)) o.rdzv_token = token;
   if (const char* progress = env::Get(env::kProgressFile)) o.progress_file = progress;
+  o.collective_timeout = std::chrono::milliseconds(
+      EnvInt(env::kCollectiveTimeoutMs, static_cast<int>(o.collective_timeout.count())));
   const char* run_id = env::Get(env::kRunId);
   o.run_id = run_id != nullptr ? run_id : "";
   return o;

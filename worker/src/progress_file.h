@@ -1,6 +1,8 @@
-// ProgressFile: the optimizer-step counter that the launcher polls for hang detection
-// (ACCEL_PROGRESS_FILE, common/env_contract.h): 8 bytes, little-endian, rewritten in place with
-// one pwrite per step so a reader sees the old or the new value. Owns its fd (O_CLOEXEC).
+// ProgressFile: what the launcher polls for hang detection (ACCEL_PROGRESS_FILE,
+// common/env_contract.h), laid out as common/progress_record.h says: the optimizer-step counter
+// and the counts of collectives started and completed. The file is mapped shared and each word
+// is updated with one atomic store, so updating costs no system call and a reader sees each word
+// old or new. Owns its mapping and fd (O_CLOEXEC). Thread-safe.
 #ifndef ACCEL_WORKER_PROGRESS_FILE_H_
 #define ACCEL_WORKER_PROGRESS_FILE_H_
 
@@ -11,24 +13,23 @@ namespace accel::worker {
 
 class ProgressFile {
  public:
-  // Creates or truncates `path` and writes 0. Throws accel::Error when it cannot be opened.
+  // Creates or truncates `path` to the record's size, all zero, and maps it. Throws accel::Error
+  // when it cannot be created or mapped.
   explicit ProgressFile(const std::string& path);
   ~ProgressFile();
   ProgressFile(const ProgressFile&) = delete;
   ProgressFile& operator=(const ProgressFile&) = delete;
 
-  // Writes `step`. Never blocks on anything but the local filesystem; failures are ignored after
-  // the first one is reported on stderr (progress reporting must not kill training).
+  // Sets the step counter to `step`.
   void Write(std::uint64_t step);
+  // Counts a collective as started (before it is issued) and as done (after it completed).
+  void CollectiveStarted();
+  void CollectiveDone();
 
  private:
-  std::string path_;
+  std::uint64_t* words_ = nullptr;  // the shared mapping
   int fd_ = -1;
-  bool warned_ = false;
 };
-
-// Decodes the 8 little-endian bytes (for tests and the launcher's poller).
-std::uint64_t DecodeProgress(const unsigned char bytes[8]);
 
 }  // namespace accel::worker
 

@@ -42,6 +42,7 @@ struct Options {
   std::string store_endpoint;
   std::string rdzv_token;  // ACCEL_RDZV_TOKEN
   std::string run_id;      // TORCHELASTIC_RUN_ID + restart count: the store namespace.
+  // ACCEL_COLLECTIVE_TIMEOUT_MS: accel-launch sets it above its hang timeout.
   std::chrono::milliseconds collective_timeout = defaults::kCollectiveTimeout;
   std::chrono::milliseconds connect_timeout = defaults::kConnectTimeout;
 
@@ -58,7 +59,7 @@ struct Options {
   double backoff_factor = defaults::kBackoffFactor;
   int growth_interval = defaults::kGrowthInterval;
 
-  // ACCEL_PROGRESS_FILE: the optimizer-step counter the launcher polls for hang detection.
+  // ACCEL_PROGRESS_FILE: the step and collective counters the launcher polls for hang detection.
   std::string progress_file;
 
   // Returns Options with every field the environment sets filled in; the rest keep defaults.

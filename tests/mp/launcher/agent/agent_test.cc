@@ -215,17 +215,36 @@ TEST_F(LaunchTest, RestartsIncrementTheRestartCount) {
   EXPECT_THAT(exhausted.err, HasSubstr("worker failed (attempt 1)"));
 }
 
-TEST_F(LaunchTest, HangTimeoutNamesTheStalledRanksAndStopsTheJob) {
+TEST_F(LaunchTest, HangTimeoutNamesOneRankTheOtherAsIdleAndStopsTheJob) {
   RunResult r =
       Launch({"--num_processes", "2", "--hang_timeout", "1", "--monitor_interval", "0.05"},
              {kFake, "--progress=5", "--sleep=60"});
   EXPECT_EQ(r.exit_code, kExitWorkerFailed) << r.err;
   EXPECT_THAT(r.err, HasSubstr("hang detected"));
-  EXPECT_THAT(r.err, HasSubstr("rank 0: hang: no progress for"));
-  EXPECT_THAT(r.err, HasSubstr("rank 1: hang: no progress for"));
-  EXPECT_THAT(r.err, HasSubstr("(at step 5)"));
+  EXPECT_THAT(r.err, HasSubstr(": hang (inferred): rank "));
+  EXPECT_THAT(r.err, HasSubstr("the other ranks:"));
+  EXPECT_THAT(r.err, HasSubstr("at step 5, outside collectives, idle for"));
   EXPECT_GE(r.elapsed, absl::Seconds(1));
   EXPECT_LT(r.elapsed, absl::Seconds(8));
+}
+
+TEST_F(LaunchTest, AStoppedWorkerIsNamedAndTheJobEndsWithinTheHangTimeout) {
+  const accel::testing::TempDir pids;
+  std::thread stopper([&] {
+    const std::string pid_file = pids.path() + "/rank_1.pid";
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (ReadFile(pid_file).empty() && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    ::kill(std::atoi(ReadFile(pid_file).c_str()), SIGSTOP);
+  });
+  RunResult r = Launch({"--num_processes", "2", "--hang_timeout", "2"},
+                       {kFake, "--pid_dir=" + pids.path(), "--sleep=60"});
+  stopper.join();
+  EXPECT_EQ(r.exit_code, kExitWorkerFailed) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("rank 1: hang: rank 1 (machine 0) is stopped (process state T"));
+  EXPECT_GE(r.elapsed, absl::Seconds(2));
+  EXPECT_LT(r.elapsed, absl::Seconds(2 + 5));  // not the 30 s grace
 }
 
 TEST_F(LaunchTest, WhatAWorkerLeavesInItsProcessGroupIsKilled) {
@@ -345,10 +364,15 @@ TEST_F(LaunchTest, DryRunPrintsThePlanAndStartsNothing) {
   EXPECT_TRUE(ReadFile(dir_ + "/rank_0.pid").empty());
 }
 
+// Returns true when Debian's python3-torch is there for the torch.distributed scripts.
+bool HaveTorchPython() {
+  return ::access("/usr/bin/python3", X_OK) == 0 &&
+         RunCommand({"/usr/bin/python3", "-c", "import torch.distributed"}, {}, absl::Seconds(60))
+                 .exit_code == kExitOk;
+}
+
 TEST_F(LaunchTest, UnmodifiedTorchDistributedScriptRuns) {
-  if (::access("/usr/bin/python3", X_OK) != 0 ||
-      RunCommand({"/usr/bin/python3", "-c", "import torch.distributed"}, {}, absl::Seconds(60))
-              .exit_code != kExitOk) {
+  if (!HaveTorchPython()) {
     GTEST_SKIP() << "Debian's python3-torch is not installed (/usr/bin/python3 -c 'import torch')";
   }
   RunResult r =
@@ -358,6 +382,23 @@ TEST_F(LaunchTest, UnmodifiedTorchDistributedScriptRuns) {
   EXPECT_EQ(r.exit_code, kExitOk) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("[rank 0] torch_gloo rank 0/2 local 0 all_reduce 3 expected 3"));
   EXPECT_THAT(r.out, HasSubstr("[rank 1] torch_gloo rank 1/2 local 1 all_reduce 3 expected 3"));
+}
+
+// Uneven inputs: the ranks wait on each other forever. The script reports no progress, so the
+// hang is found from /proc (no CPU time, no output) and the rank that went idle first is named.
+TEST_F(LaunchTest, TorchScriptWhoseRanksWaitOnEachOtherEndsWithAnInferredRootCause) {
+  if (!HaveTorchPython()) {
+    GTEST_SKIP() << "Debian's python3-torch is not installed (/usr/bin/python3 -c 'import torch')";
+  }
+  RunResult r =
+      Launch({"--num_processes", "2", "--hang_timeout", "3"},
+             {"/usr/bin/python3", std::string(ACCEL_SOURCE_DIR) + "/tests/testing/torch_uneven.py"},
+             absl::Seconds(120));
+  EXPECT_EQ(r.exit_code, kExitWorkerFailed) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("[rank 1] torch_uneven rank 1 finished its 3 batches"));
+  EXPECT_THAT(r.err, HasSubstr("hang (inferred): rank 1 (machine 0) went idle first"));
+  EXPECT_THAT(r.err, HasSubstr("rank 0 (machine 0): idle for"));
+  EXPECT_LT(r.elapsed, absl::Seconds(100));  // not gloo's 30 minutes
 }
 
 }  // namespace

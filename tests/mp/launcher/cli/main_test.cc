@@ -10,9 +10,9 @@
 namespace accel::launcher {
 namespace {
 
+using accel::testing::TempDir;
 using ::testing::HasSubstr;
 using testing::ReadFile;
-using accel::testing::TempDir;
 
 struct Result {
   int code = -1;  // ExitCodeFromWaitStatus of std::system's status
@@ -85,6 +85,22 @@ TEST_F(CliBinaryTest, InvalidConfigLaunchesNothing) {
   Result r = Run("--config_file " + bad + " /usr/bin/touch " + marker);
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_THAT(r.err, HasSubstr("nothing was launched"));
+  EXPECT_NE(access(marker.c_str(), F_OK), 0) << "the program ran";
+}
+
+TEST_F(CliBinaryTest, AnUnusableLogDirIsAConfigErrorForLaunchDryRunAndValidate) {
+  const std::string file = dir_.Write("plain.txt", "x");
+  const std::string marker = dir_.path() + "/ran";
+  const std::string options = "--use_cpu --num_processes 1 --log_dir " + file + "/logs ";
+  for (const std::string& command :
+       {"config validate " + options, "launch --dry_run " + options + "/usr/bin/touch " + marker,
+        "launch " + options + "/usr/bin/touch " + marker}) {
+    Result r = Run(command);
+    EXPECT_EQ(r.code, kExitUsage) << command << "\n" << r.err;
+    EXPECT_THAT(r.err, HasSubstr("log_dir " + file + "/logs cannot hold the logs: " + file +
+                                 "/logs: Not a directory"))
+        << command;
+  }
   EXPECT_NE(access(marker.c_str(), F_OK), 0) << "the program ran";
 }
 

@@ -72,6 +72,16 @@ std::vector<pid_t> ChildPids() {
   return out;
 }
 
+// Returns the pid written to `path`, 0 while it is not there.
+pid_t ReadPid(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[32] = {};
+  const ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+  ::close(fd);
+  return n > 0 ? std::atoi(buf) : 0;
+}
+
 class SupervisorTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -299,17 +309,57 @@ TEST_F(SupervisorTest, AbortFromAnotherThreadStopsTheWorkers) {
   EXPECT_LT(elapsed_, absl::Seconds(5));
 }
 
-TEST_F(SupervisorTest, HangIsDetectedAndNamesTheStalledRanks) {
+TEST_F(SupervisorTest, HangIsDetectedAndNamesOneRankTheOthersAsWaiting) {
   SupervisorOptions options;
   options.hang_timeout = absl::Seconds(1);
   options.monitor_interval = absl::Milliseconds(50);
   std::vector<WorkerFailure> reported;
   AttemptResult result = Run(Workers(2, {"--progress=3", "--sleep=30"}), options, &reported);
   EXPECT_EQ(result.end, AttemptEnd::kHang);
-  ASSERT_EQ(result.failures.size(), 2u);
-  EXPECT_THAT(result.failures[0].detail, HasSubstr("at step 3"));
+  ASSERT_EQ(result.failures.size(), 1u);  // the root cause; the other rank is not "hung"
+  EXPECT_THAT(result.failures[0].detail, HasSubstr("hang (inferred): rank "));
+  EXPECT_THAT(result.failures[0].detail, HasSubstr("went idle first"));
+  ASSERT_EQ(result.hang_notes.size(), 1u);
+  EXPECT_THAT(result.hang_notes[0], HasSubstr("at step 3, outside collectives, idle for"));
   EXPECT_EQ(reported.size(), 1u);
   EXPECT_GE(elapsed_, absl::Seconds(1));
+  EXPECT_LT(elapsed_, absl::Seconds(5));
+}
+
+TEST_F(SupervisorTest, HangNamesTheStoppedRankAndStopsItWithoutWaitingForTheGrace) {
+  // Rank 1 is SIGSTOPped: it is the root cause, and the teardown's SIGCONT lets it die at
+  // SIGTERM instead of at SIGKILL after the 30 s grace.
+  SupervisorOptions options;
+  options.hang_timeout = absl::Seconds(1);
+  options.monitor_interval = absl::Milliseconds(50);
+  options.shutdown_grace = absl::Seconds(30);
+  std::thread stopper([this] {
+    const std::string pid_file = dir_ + "/rank_1.pid";
+    for (int i = 0; i < 200 && ReadPid(pid_file) <= 0; ++i) absl::SleepFor(absl::Milliseconds(10));
+    ::kill(ReadPid(pid_file), SIGSTOP);
+  });
+  AttemptResult result = Run(Workers(2, {"--pid_dir=" + dir_, "--sleep=30"}), options);
+  stopper.join();
+  EXPECT_EQ(result.end, AttemptEnd::kHang);
+  ASSERT_EQ(result.failures.size(), 1u);
+  EXPECT_EQ(result.failures[0].rank, 1);
+  EXPECT_THAT(result.failures[0].detail, HasSubstr("is stopped (process state T"));
+  EXPECT_EQ(result.failures[0].exit.signal, SIGTERM);
+  EXPECT_LT(elapsed_, absl::Seconds(5));
+}
+
+TEST_F(SupervisorTest, AStoppedWorkerDiesAtTheTeardownsSigterm) {
+  SupervisorOptions options;
+  options.shutdown_grace = absl::Seconds(30);
+  std::thread aborter([this] {
+    const std::string pid_file = dir_ + "/rank_0.pid";
+    for (int i = 0; i < 200 && ReadPid(pid_file) <= 0; ++i) absl::SleepFor(absl::Milliseconds(10));
+    ::kill(ReadPid(pid_file), SIGSTOP);
+    abort_->Abort("machine 1 rank 3 failed");
+  });
+  AttemptResult result = Run(Workers(2, {"--pid_dir=" + dir_, "--sleep=30"}), options);
+  aborter.join();
+  EXPECT_EQ(result.end, AttemptEnd::kAborted);
   EXPECT_LT(elapsed_, absl::Seconds(5));
 }
 

@@ -73,10 +73,11 @@ class NetnsTest : public ::testing::Test {
     if (r.exit_code != 0) ADD_FAILURE() << "ip " << args[0] << " " << args[1] << ": " << r.err;
     return r.exit_code;
   }
-  // Runs both machines at once; returns their results.
+  // Runs both machines at once; returns their results. `machine1` adds options to machine 1.
   std::vector<RunResult> RunBoth(const std::vector<std::string>& program, int port,
                                  const std::function<void()>& meanwhile = nullptr,
-                                 const std::vector<std::string>& options = {}) {
+                                 const std::vector<std::string>& options = {},
+                                 const std::vector<std::string>& machine1 = {}) {
     std::vector<RunResult> results(2);
     std::vector<std::thread> threads;
     for (int m = 0; m < 2; ++m) {
@@ -90,6 +91,7 @@ class NetnsTest : public ::testing::Test {
         argv.push_back("--main_process_ip=" + addr_[0]);
         argv.push_back("--main_process_port=" + std::to_string(port));
         argv.insert(argv.end(), options.begin(), options.end());
+        if (m == 1) argv.insert(argv.end(), machine1.begin(), machine1.end());
         argv.insert(argv.end(), program.begin(), program.end());
         results[m] = RunCommand(argv, {}, absl::Seconds(60));
       });
@@ -185,7 +187,8 @@ TEST_F(NetnsTest, InterruptedLauncherOnMachineZeroStopsMachineOne) {
   });
   EXPECT_EQ(results[0].exit_code, ExitCodeForSignal(SIGTERM)) << results[0].err;
   EXPECT_NE(results[1].exit_code, kExitOk) << results[1].err;
-  EXPECT_THAT(results[1].err, HasSubstr("launcher on machine 0 interrupted by signal 15"));
+  EXPECT_THAT(results[1].err,
+              HasSubstr("root cause machine 0: launcher interrupted by signal 15 (SIGTERM)"));
   EXPECT_LT(absl::Now() - sent_at, absl::Seconds(10));
 }
 
@@ -203,17 +206,38 @@ TEST_F(NetnsTest, MachineWhoseWorkersSucceededStillReportsTheOtherMachinesFailur
   EXPECT_THAT(results[0].err, HasSubstr("last stderr: bad batch"));
 }
 
+TEST_F(NetnsTest, MachineZeroLearnsWhyMachineOneWasRefusedAndExitsAtOnce) {
+  const absl::Time start = absl::Now();
+  auto results = RunBoth({kFake, "--sleep=30"}, 29566, nullptr, {"--rdzv_timeout=30"},
+                         {"--gradient_accumulation_steps=2"});
+  for (int m = 0; m < 2; ++m) {
+    SCOPED_TRACE("machine " + std::to_string(m));
+    EXPECT_EQ(results[m].exit_code, kExitRendezvous) << results[m].err;
+    EXPECT_THAT(results[m].err, HasSubstr("differ in gradient_accumulation_steps"));
+  }
+  EXPECT_THAT(results[0].err, HasSubstr("machine_rank 1 (host "));
+  EXPECT_THAT(results[0].err, HasSubstr("was refused, so this attempt cannot complete"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));  // not the 30 s rdzv_timeout
+}
+
 TEST_F(NetnsTest, FailureWithRestartsLeftRestartsEveryMachine) {
-  // Attempt 0: rank 3 (machine 1) fails; both machines rejoin attempt 1, which succeeds.
+  // Attempt 0: a worker fails (--fail_until_restart fails every rank: the first one is the
+  // cause); both machines rejoin attempt 1, which succeeds, and both name the same cause.
   auto results = RunBoth({kFake, "--print_env=TORCHELASTIC_RESTART_COUNT", "--sleep=0.3",
                           "--fail_rank=3", "--fail_sleep=0.3", "--fail_until_restart=1"},
                          29563, nullptr, {"--max_restarts", "1"});
+  const std::regex restart(
+      R"(restarting: attempt 1 of 2 \(cause: rank \d on machine \d \(host \S+\): exit code 1\))");
+  std::string cause[2];
   for (int m = 0; m < 2; ++m) {
     SCOPED_TRACE("machine " + std::to_string(m));
     EXPECT_EQ(results[m].exit_code, kExitOk) << results[m].err;
     EXPECT_THAT(results[m].out, HasSubstr("ENV TORCHELASTIC_RESTART_COUNT=1"));
-    EXPECT_THAT(results[m].err, HasSubstr("restarting: attempt 1"));
+    std::smatch match;
+    EXPECT_TRUE(std::regex_search(results[m].err, match, restart)) << results[m].err;
+    cause[m] = match.str();
   }
+  EXPECT_EQ(cause[0], cause[1]);
 }
 
 }  // namespace

@@ -160,9 +160,33 @@ TEST(PlanTest, WorkerEnvIsTheExactContract) {
       {"ACCEL_ERROR_FILE", "/tmp/e.json"},
       {"ACCEL_BACKEND", "gloo"},
       {"ACCEL_PROGRESS_FILE", "/tmp/p"},
+      {"ACCEL_COLLECTIVE_TIMEOUT_MS", "300000"},  // libaccel's, above the default hang timeout
       {"ACCEL_LOCAL_ADDR", "10.0.0.2"},
   };
   EXPECT_EQ(env, want);
+}
+
+TEST(PlanTest, HangDetectionWatchesTwoOrMoreProcessesAndCollectivesOutlastIt) {
+  Config c = TwoProcessConfig();
+  c.use_cpu = true;
+  auto plan = MakePlan(c, 0, "");
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->hang_timeout_s, ToSeconds(defaults::kHangTimeout));  // on by default
+  EXPECT_EQ(plan->collective_timeout_ms, 300000);
+  EXPECT_THAT(FormatPlan(*plan, {"prog"}), HasSubstr("hang timeout:        60 s\n"));
+  c.hang_timeout_s = 600;  // longer than libaccel's collective deadline: the deadline follows
+  plan = MakePlan(c, 0, "");
+  EXPECT_EQ(plan->collective_timeout_ms, (600 + 30) * 1000);
+  c.hang_timeout_s = 0;
+  plan = MakePlan(c, 0, "");
+  EXPECT_EQ(plan->hang_timeout_s, 0);
+  EXPECT_EQ(plan->collective_timeout_ms, 0);
+  EXPECT_THAT(FormatPlan(*plan, {"prog"}), HasSubstr("hang timeout:        off\n"));
+  c.hang_timeout_s = 60;
+  c.num_processes = 1;  // one process: nothing waits on it, the launcher execs it
+  plan = MakePlan(c, 0, "");
+  EXPECT_EQ(plan->hang_timeout_s, 0);
+  EXPECT_EQ(CollectiveTimeoutMs(1e12), 1 << 30);  // clamped to what the worker reads
 }
 
 TEST(PlanTest, UserOmpNumThreadsIsKeptAndOneProcessGetsNone) {

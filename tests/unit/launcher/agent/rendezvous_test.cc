@@ -119,10 +119,26 @@ TEST_F(AgentRendezvousTest, RestartAndServerLostEvents) {
   EXPECT_FALSE(agent_->restart_requested());
   Event lost;
   lost.kind = Event::Kind::kServerLost;
-  lost.root_cause.message = "stream broken";
+  lost.root_cause.message = "its connection closed (Socket closed)";
   ASSERT_TRUE(fake_->Deliver(lost));
   EXPECT_EQ(agent_->RemoteExitCode(), kExitRendezvous);
-  EXPECT_THAT(abort_->reason(), HasSubstr("stream broken"));
+  EXPECT_EQ(abort_->reason(),
+            "machine 0 (rendezvous host) is gone: its connection closed (Socket closed)");
+  const WorkerFailure host = agent_->RemoteRootCause();
+  EXPECT_EQ(host.machine_rank, 0);
+  EXPECT_EQ(host.rank, -1);
+  EXPECT_THAT(FormatFailureReport({host}, "title"),
+              HasSubstr("  root cause machine 0 (rendezvous host) is gone: its connection "
+                        "closed (Socket closed)\n"));
+}
+
+TEST(ServerLostCauseTest, AHostThatStoppedAnsweringIsUnreachableNotGone) {
+  Event lost;
+  lost.kind = Event::Kind::kServerLost;
+  lost.server_unreachable = true;
+  lost.root_cause.message = "no answer to heartbeats for 3.0 s";
+  EXPECT_EQ(ServerLostCause(lost).message,
+            "machine 0 (rendezvous host) is unreachable: no answer to heartbeats for 3.0 s");
 }
 
 TEST_F(AgentRendezvousTest, FailuresAreReportedAsAbortOrRestart) {
@@ -196,6 +212,7 @@ TEST(MakeJoinRequestTest, SendsTheWorldAfterTheFewerGpusFallbackLikeTheServerExp
   EXPECT_EQ(request.num_machines, 1);
   EXPECT_EQ(request.hostname, "host0");
   EXPECT_EQ(request.config_fingerprint.at("backend"), "nccl");
+  EXPECT_EQ(request.config_fingerprint.at("hang_timeout"), "60");
 }
 
 }  // namespace

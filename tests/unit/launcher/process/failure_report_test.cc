@@ -62,5 +62,33 @@ TEST(FailureReportTest, RootCauseIsTheEarliestAndSetsTheExitCode) {
   EXPECT_THAT(report, HasSubstr("| ValueError: NaN"));
 }
 
+TEST(FailureReportTest, AMachineRowIsItsMessageNotAWorkerRow) {
+  WorkerFailure lost;
+  lost.machine_rank = 1;
+  lost.host = "b";
+  lost.rank = -1;
+  lost.detail = "machine 1 lost: no heartbeat for 3.0 s (host b, address 10.0.0.2)";
+  EXPECT_EQ(FormatFailureReport({lost}, "title"),
+            "title\n  root cause machine 1 lost: no heartbeat for 3.0 s (host b, address "
+            "10.0.0.2)\n");
+  WorkerFailure interrupted;
+  interrupted.machine_rank = 0;
+  interrupted.host = "a";
+  interrupted.rank = -1;
+  interrupted.detail = "launcher interrupted";
+  EXPECT_EQ(DescribeCause(interrupted), "machine 0 (host a): launcher interrupted");
+  WorkerFailure worker;
+  worker.machine_rank = 1;
+  worker.host = "b";
+  worker.rank = 3;
+  worker.local_rank = -1;  // a rank of another machine: local rank and pid unknown
+  worker.exit.signal = 9;
+  const std::string report = FormatFailureReport({worker, lost}, "title");
+  EXPECT_THAT(report, HasSubstr("root cause 1       b                3     ?     ?        "
+                                "signal 9 (SIGKILL)"));
+  EXPECT_THAT(report, HasSubstr("  also       machine 1 lost"));
+  EXPECT_EQ(DescribeCause(worker), "rank 3 on machine 1 (host b): signal 9 (SIGKILL)");
+}
+
 }  // namespace
 }  // namespace accel::launcher

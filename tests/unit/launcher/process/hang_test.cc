@@ -1,64 +1,123 @@
-// Unit tests of the hang detector over progress files. Files only; no processes.
+// Unit tests of the hang detector: progress files on disk, process trees from a fake sampler.
 #include "launcher/process/hang.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cstdlib>
 #include <fstream>
-#include <sstream>
+#include <map>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "launcher/process/failure_report.h"
-#include "launcher/process/os_util.h"
-#include "launcher/process/output.h"
-#include "launcher/process/subprocess.h"
 #include "tests/testing/files.h"
 
 namespace accel::launcher {
 namespace {
 
-using accel::testing::ReadFile;
-
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-
-void WriteProgress(const std::string& path, std::uint64_t step) {
-  unsigned char bytes[8];
-  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(step >> (8 * i));
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<char*>(bytes), 8);
+// Writes `words` as little-endian 64-bit words (one word: the old 8-byte file).
+void WriteWords(const std::string& path, std::vector<std::uint64_t> words) {
+  std::string bytes;
+  for (std::uint64_t w : words) {
+    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>(w >> (8 * i)));
+  }
+  std::ofstream(path, std::ios::binary) << bytes;
 }
 
-TEST(HangDetectorTest, ReportsWhenNoWatchedRankAdvances) {
+// What the fake /proc says: per pid, the CPU ticks and whether it is stopped.
+struct FakeProc {
+  std::map<pid_t, ProcessTreeSample> trees;
+  TreeSampler sampler() {
+    return [this](pid_t pid) { return trees[pid]; };
+  }
+};
+
+class HangDetectorTest : public ::testing::Test {
+ protected:
+  HangDetectorTest() : hang_(3, "node3", proc_.sampler(), absl::Seconds(1), 0.05) {
+    for (pid_t pid : {100, 101}) proc_.trees[pid] = ProcessTreeSample{true, false, 0};
+  }
+  void Sample(absl::Time now) {
+    hang_.Sample(now, [this](int rank) { return bytes_[rank]; });
+  }
+  const absl::Time t0_ = absl::FromUnixSeconds(1000);
+  const accel::testing::TempDir temp_;
+  FakeProc proc_;
+  std::map<int, std::uint64_t> bytes_;
+  HangDetector hang_;
+};
+
+TEST(ReadProgressFileTest, ReadsTheRecordAndTheOldStepOnlyFile) {
   const accel::testing::TempDir temp;
-  const std::string& dir = temp.path();
-  HangDetector hang(absl::Seconds(5));
-  hang.Watch(0, dir + "/p0");
-  hang.Watch(1, dir + "/p1");
-  hang.Watch(2, dir + "/never_written");
-  const absl::Time t0 = absl::FromUnixSeconds(1000);
-  WriteProgress(dir + "/p0", 10);
-  WriteProgress(dir + "/p1", 0x0102030405ULL);
-  EXPECT_EQ(ReadProgressFile(dir + "/p1"), 0x0102030405ULL);
-  EXPECT_TRUE(hang.Check(t0).empty());
-  WriteProgress(dir + "/p0", 11);
-  EXPECT_TRUE(hang.Check(t0 + absl::Seconds(4)).empty());
-  EXPECT_TRUE(hang.Check(t0 + absl::Seconds(8)).empty());  // rank 0 advanced at t0+4
-  auto stalled = hang.Check(t0 + absl::Seconds(9));
-  ASSERT_EQ(stalled.size(), 2u);  // rank 2 never reported progress: not watched
-  EXPECT_EQ(stalled[0].rank, 0);  // lowest step first
-  EXPECT_EQ(stalled[0].step, 11u);
-  EXPECT_EQ(stalled[1].rank, 1);
-  EXPECT_EQ(stalled[1].stalled_for, absl::Seconds(9));
-  RemoveTree(dir);
+  WriteWords(temp.path() + "/old", {0x0102030405ULL});
+  WriteWords(temp.path() + "/new", {7, 12, 11, 0});
+  const auto old = ReadProgressFile(temp.path() + "/old");
+  ASSERT_TRUE(old.has_value());
+  EXPECT_EQ(old->step, 0x0102030405ULL);
+  EXPECT_FALSE(old->has_collectives);
+  const auto record = ReadProgressFile(temp.path() + "/new");
+  ASSERT_TRUE(record.has_value());
+  EXPECT_EQ(record->step, 7u);
+  EXPECT_EQ(record->collectives_started, 12u);
+  EXPECT_EQ(record->collectives_done, 11u);
+  EXPECT_TRUE(record->in_collective());
+  EXPECT_FALSE(ReadProgressFile(temp.path() + "/absent").has_value());
 }
 
-TEST(HangDetectorTest, NothingWatchedNeverHangs) {
-  HangDetector hang(absl::Seconds(1));
-  hang.Watch(0, "/nonexistent/accel/progress");
-  EXPECT_TRUE(hang.Check(absl::Now() + absl::Hours(1)).empty());
+TEST_F(HangDetectorTest, ProgressKeepsARankActiveAndIdleTimeCountsFromItsLastAdvance) {
+  const std::string p0 = temp_.path() + "/p0";
+  WriteWords(p0, {1, 2, 2, 0});
+  hang_.Watch(0, 100, p0, t0_);
+  hang_.Watch(1, 101, "", t0_);
+  Sample(t0_);
+  WriteWords(p0, {2, 4, 4, 0});
+  Sample(t0_ + absl::Seconds(4));
+  Sample(t0_ + absl::Seconds(9));
+  EXPECT_EQ(hang_.IdleFor(t0_ + absl::Seconds(9)), absl::Seconds(5));
+  std::vector<RankSnapshot> ranks = hang_.Snapshots(t0_ + absl::Seconds(9));
+  ASSERT_EQ(ranks.size(), 2u);
+  EXPECT_EQ(ranks[0].rank, 0);
+  EXPECT_EQ(ranks[0].machine_rank, 3);
+  EXPECT_EQ(ranks[0].host, "node3");
+  ASSERT_TRUE(ranks[0].progress.has_value());
+  EXPECT_EQ(ranks[0].progress->collectives_done, 4u);
+  EXPECT_EQ(ranks[0].idle_for, absl::Seconds(5));
+  EXPECT_FALSE(ranks[1].progress.has_value());  // no progress file: not a libaccel program
+  EXPECT_EQ(ranks[1].idle_for, absl::Seconds(9));
+}
+
+TEST_F(HangDetectorTest, CpuUseAboveTheFractionIsActivityBackgroundTicksAreNot) {
+  hang_.Watch(0, 100, "", t0_);
+  const double hz = ClockTicksPerSecond();
+  // 1% of a core for 3 s (a blocked rank's background threads): idle all along.
+  for (int i = 1; i <= 30; ++i) {
+    proc_.trees[100].cpu_ticks = static_cast<std::uint64_t>(i * 0.001 * hz);
+    Sample(t0_ + absl::Milliseconds(100 * i));
+  }
+  EXPECT_EQ(hang_.IdleFor(t0_ + absl::Seconds(3)), absl::Seconds(3));
+  // Half a core for a second: active until then.
+  std::uint64_t ticks = proc_.trees[100].cpu_ticks;
+  for (int i = 31; i <= 40; ++i) {
+    ticks += static_cast<std::uint64_t>(0.05 * hz);
+    proc_.trees[100].cpu_ticks = ticks;
+    Sample(t0_ + absl::Milliseconds(100 * i));
+  }
+  EXPECT_LT(hang_.IdleFor(t0_ + absl::Seconds(4)), absl::Milliseconds(1));
+}
+
+TEST_F(HangDetectorTest, OutputIsActivityAndAStoppedRankNeverIs) {
+  hang_.Watch(0, 100, "", t0_);
+  hang_.Watch(1, 101, "", t0_);
+  bytes_[0] = 10;
+  Sample(t0_ + absl::Seconds(2));
+  proc_.trees[101].stopped = true;
+  bytes_[1] = 99;  // a stopped rank's last output was read late: it does not count
+  Sample(t0_ + absl::Seconds(3));
+  std::vector<RankSnapshot> ranks = hang_.Snapshots(t0_ + absl::Seconds(5));
+  EXPECT_EQ(ranks[0].idle_for, absl::Seconds(3));
+  EXPECT_FALSE(ranks[0].stopped);
+  EXPECT_EQ(ranks[1].idle_for, absl::Seconds(5));
+  EXPECT_TRUE(ranks[1].stopped);
+  hang_.Forget(0);
+  hang_.Forget(1);
+  EXPECT_EQ(hang_.IdleFor(t0_), absl::InfiniteDuration());  // nothing watched: never hung
 }
 
 }  // namespace

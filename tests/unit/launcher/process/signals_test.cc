@@ -14,8 +14,8 @@ TEST(DescribeLauncherSignalTest, NamesSlurmWhenSlurmstepdSentIt) {
 }
 
 TEST(DescribeLauncherSignalTest, OtherwiseTheSignalNumber) {
-  EXPECT_EQ(DescribeLauncherSignal(SIGTERM, "bash"), "interrupted by signal 15");
-  EXPECT_EQ(DescribeLauncherSignal(SIGINT, ""), "interrupted by signal 2");
+  EXPECT_EQ(DescribeLauncherSignal(SIGTERM, "bash"), "interrupted by signal 15 (SIGTERM)");
+  EXPECT_EQ(DescribeLauncherSignal(SIGINT, ""), "interrupted by signal 2 (SIGINT)");
 }
 
 }  // namespace

@@ -7,6 +7,9 @@
 namespace accel::rendezvous {
 namespace {
 
+using ::testing::HasSubstr;
+using ::testing::Not;
+
 JoinedMachine Machine(int rank, const std::string& host, const std::string& address) {
   JoinedMachine m;
   m.request.set_run_id("r1");
@@ -77,6 +80,17 @@ TEST(JoinChecksTest, NumProcessesMismatch) {
             "join rendezvous run_id=r1: num_processes mismatch: machine_rank 1 (host b, address "
             "10.0.0.2) has num_processes=8 but machine_rank 0 (host a, address 10.0.0.1) has "
             "num_processes=4");
+}
+
+TEST(JoinChecksTest, ACountMismatchIsNamedEvenWhenTheRunIdDiffersToo) {
+  // The default run id of a multi-machine job is derived from num_processes: both differ, and
+  // the count is the reason.
+  JoinedMachine m = Machine(1, "b", "10.0.0.2");
+  m.request.set_num_processes(8);
+  m.request.set_run_id("job-10.0.0.1-29500-8");
+  absl::Status status = CheckAgainstServer(m, Options(), "machine_rank 0");
+  EXPECT_THAT(status.message(), HasSubstr("num_processes mismatch"));
+  EXPECT_THAT(status.message(), Not(HasSubstr("run id")));
 }
 
 TEST(JoinChecksTest, WrongRunId) {

@@ -135,19 +135,48 @@ TEST_F(CoordinatorTest, MachineListOnlyForThoseWhoAskForIt) {
   EXPECT_EQ(results_[1][0]->base_rank(), 1);
 }
 
-TEST_F(CoordinatorTest, DuplicateRankIsRefusedAndTheFirstStillCompletes) {
+TEST_F(CoordinatorTest, DuplicateRankFailsEveryWaitingMachineWithTheReasonAtOnce) {
+  Join(Request(0, 1));
   Join(Request(1, 1, "agent-a"));
   Join(Request(1, 1, "agent-b"));
-  ASSERT_EQ(results_[1].size(), 1u);
-  EXPECT_EQ(results_[1][0].status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(results_[1][0].status().message(),
-            "join rendezvous run_id=r1: duplicate machine_rank 1: machine_rank 1 (host host1, "
-            "address 10.0.0.2) and machine_rank 1 (host host1, address 10.0.0.2) both joined; "
-            "give each machine its own machine_rank");
-  Join(Request(0, 1));
-  Join(Request(2, 1));
   ASSERT_EQ(results_[1].size(), 2u);
-  EXPECT_TRUE(results_[1][1].ok());
+  const std::string duplicate =
+      "duplicate machine_rank 1: machine_rank 1 (host host1, address 10.0.0.2) and machine_rank 1 "
+      "(host host1, address 10.0.0.2) both joined; give each machine its own machine_rank";
+  // The refused machine hears why.
+  EXPECT_EQ(results_[1][1].status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(results_[1][1].status().message(), "join rendezvous run_id=r1: " + duplicate);
+  // So do the machines that were waiting (machine 0 among them): the attempt cannot complete.
+  for (const auto& result : {results_[0][0], results_[1][0]}) {
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(result.status().message(),
+              "join rendezvous run_id=r1: machine_rank 1 (host host1, address 10.0.0.2) was "
+              "refused, so this attempt cannot complete: " +
+                  duplicate);
+  }
+}
+
+TEST_F(CoordinatorTest, AJoinWithoutTheTokenIsNamedAtTheTimeoutButEndsNothing) {
+  Join(Request(0, 1), kT0);
+  v1::JoinRequest stranger = Request(1, 1);
+  stranger.set_hostname("evil\nhost");
+  const std::string why =
+      "join rendezvous from ipv4:10.9.9.9:4242: the rendezvous token is wrong (set "
+      "rdzv_token_file or ACCEL_RDZV_TOKEN to the job's token)";
+  EXPECT_TRUE(coordinator_->NoteRefusedJoin(stranger, "ipv4:10.9.9.9:4242", why));
+  EXPECT_FALSE(coordinator_->NoteRefusedJoin(stranger, "ipv4:10.9.9.9:4242", why));  // once
+  for (int i = 0; i < 10; ++i) {
+    coordinator_->NoteRefusedJoin(Request(2, i + 1), "ipv4:10.9.9.9:" + std::to_string(i), why);
+  }
+  EXPECT_TRUE(results_.empty());  // anyone can be refused: machine 0 keeps waiting
+  coordinator_->Tick(kT0 + absl::Seconds(30));
+  ASSERT_EQ(results_[0].size(), 1u);
+  const std::string message(results_[0][0].status().message());
+  EXPECT_THAT(message,
+              HasSubstr("missing machine_rank 1, 2; refused: a join claiming machine_rank 1 "
+                        "(host evil?host) from 10.9.9.9: the rendezvous token is wrong (set "
+                        "rdzv_token_file or ACCEL_RDZV_TOKEN to the job's token); a join"));
+  EXPECT_EQ(message.find("ipv4:10.9.9.9:3"), std::string::npos);  // at most four are kept
 }
 
 TEST_F(CoordinatorTest, DuplicateRankAfterCompletionIsRefused) {
@@ -218,7 +247,8 @@ TEST_F(CoordinatorTest, MissingHeartbeatsAbortEveryWatcher) {
     EXPECT_EQ(sink->events[0].kind(), v1::Event::ABORT);
     EXPECT_EQ(sink->events[0].root_cause().machine_rank(), 2);
     EXPECT_EQ(sink->events[0].root_cause().message(),
-              "machine_rank 2 (host host2, address 10.0.0.3) lost: no heartbeat for 3s");
+              "machine 2 lost: no heartbeat for 3.0 s (host host2, address 10.0.0.3)");
+    EXPECT_EQ(sink->events[0].root_cause().rank(), -1);
   }
   Join(Request(0, 1, "late"));
   EXPECT_EQ(results_[0].back().status().code(), absl::StatusCode::kAborted);
@@ -233,8 +263,8 @@ TEST_F(CoordinatorTest, BrokenWatchAbortsTheOthers) {
   ASSERT_EQ(s0->events.size(), 1u);
   EXPECT_EQ(s0->events[0].kind(), v1::Event::ABORT);
   EXPECT_EQ(s0->events[0].root_cause().message(),
-            "machine_rank 1 (host host1, address 10.0.0.2) lost: its watch stream to the "
-            "rendezvous server broke");
+            "machine 1 lost: its connection to the rendezvous server closed (host host1, "
+            "address 10.0.0.2)");
   EXPECT_TRUE(s1->events.empty());  // its stream is gone
   auto late = WatchAs(1);           // a watch after the abort gets it at once
   ASSERT_EQ(late->events.size(), 1u);
@@ -263,6 +293,46 @@ TEST_F(CoordinatorTest, DoneWhenEveryMachineReportsDone) {
   ASSERT_TRUE(Report(2, v1::ReportRequest::DONE).ok());
   ASSERT_EQ(s2->events.size(), 1u);
   EXPECT_EQ(s2->events[0].kind(), v1::Event::DONE);
+}
+
+TEST_F(CoordinatorTest, AMachineWhoseWatchComesAfterTheEndIsAwaitedBeforeShutdown) {
+  JoinAll({1, 1, 1});
+  auto s0 = WatchAs(0);
+  auto s1 = WatchAs(1);
+  EXPECT_TRUE(coordinator_->AwaitTerminalSent(kT0));  // running: nothing to wait for
+  for (int rank : {0, 1, 2}) ASSERT_TRUE(Report(rank, v1::ReportRequest::DONE).ok());
+  // Machine 2 reported done before its watch reached the server: it is still owed "done".
+  EXPECT_FALSE(coordinator_->AwaitTerminalSent(absl::Now() + absl::Milliseconds(20)));
+  auto s2 = WatchAs(2);
+  ASSERT_EQ(s2->events.size(), 1u);
+  EXPECT_EQ(s2->events[0].kind(), v1::Event::DONE);
+  EXPECT_TRUE(coordinator_->AwaitTerminalSent(absl::Now() + absl::Seconds(5)));
+}
+
+TEST_F(CoordinatorTest, ALostMachineIsOwedNoEventButTheOthersAre) {
+  JoinAll({1, 1, 1});
+  auto s0 = WatchAs(0);
+  auto s1 = WatchAs(1);
+  v1::HeartbeatRequest hb;
+  hb.set_run_id("r1");
+  for (int rank : {0, 1}) {
+    hb.set_machine_rank(rank);
+    ASSERT_TRUE(coordinator_->Heartbeat(hb, kT0 + absl::Seconds(2)).ok());
+  }
+  coordinator_->Tick(kT0 + absl::Seconds(3));  // machine 2, never heard from, is lost
+  ASSERT_EQ(s0->events.size(), 1u);
+  EXPECT_EQ(s0->events[0].root_cause().machine_rank(), 2);
+  EXPECT_TRUE(coordinator_->AwaitTerminalSent(absl::Now()));
+}
+
+TEST_F(CoordinatorTest, AMachineThatFailedIsOwedTheAbortItCaused) {
+  JoinAll({1, 1, 1});
+  WatchAs(0);
+  WatchAs(2);
+  ASSERT_TRUE(Report(1, v1::ReportRequest::FAILURE, "rank 1 exited with 3").ok());
+  EXPECT_FALSE(coordinator_->AwaitTerminalSent(absl::Now() + absl::Milliseconds(20)));
+  WatchAs(1);
+  EXPECT_TRUE(coordinator_->AwaitTerminalSent(absl::Now()));
 }
 
 TEST_F(CoordinatorTest, RestartStartsTheNextAttempt) {
@@ -332,11 +402,15 @@ TEST_F(CoordinatorProcessesTest, FingerprintMismatchAgainstMachineZero) {
   Join(a);
   Join(b);
   ASSERT_EQ(results_[1].size(), 1u);
-  EXPECT_EQ(results_[1][0].status().message(),
-            "join rendezvous run_id=r1: config fingerprint mismatch: machine_rank 1 (host host1, "
-            "address 10.0.0.2) and machine_rank 0 (host host0, address 10.0.0.1) differ in "
-            "mixed_precision");
-  EXPECT_TRUE(results_[0].empty());  // machine 0 keeps waiting
+  const std::string reason =
+      "config fingerprint mismatch: machine_rank 1 (host host1, address 10.0.0.2) and "
+      "machine_rank 0 (host host0, address 10.0.0.1) differ in mixed_precision";
+  EXPECT_EQ(results_[1][0].status().message(), "join rendezvous run_id=r1: " + reason);
+  ASSERT_EQ(results_[0].size(), 1u);  // machine 0 learns which key differs, at once
+  EXPECT_EQ(results_[0][0].status().message(),
+            "join rendezvous run_id=r1: machine_rank 1 (host host1, address 10.0.0.2) was "
+            "refused, so this attempt cannot complete: " +
+                reason);
 }
 
 }  // namespace

@@ -1,0 +1,162 @@
+#include "launcher/agent/progress_exchange.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace accel::launcher {
+namespace {
+
+constexpr char kActivityKey[] = "accel-launch/activity";
+constexpr char kVerdictKey[] = "accel-launch/hang-verdict";
+
+std::string ProgressKey(int machine_rank) {
+  return absl::StrCat("accel-launch/progress/", machine_rank);
+}
+
+}  // namespace
+
+ProgressExchange::ProgressExchange(std::unique_ptr<rendezvous::Store> store,
+                                   ExchangeOptions options)
+    : store_(std::move(store)), options_(options), activity_changed_(absl::Now()) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+ProgressExchange::~ProgressExchange() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  thread_.join();
+}
+
+void ProgressExchange::Publish(std::vector<RankSnapshot> ranks, absl::Duration idle_for,
+                               absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  own_ = std::move(ranks);
+  if (idle_for != absl::InfiniteDuration()) own_active_ = std::max(own_active_, now - idle_for);
+}
+
+absl::Duration ProgressExchange::JobIdleFor(absl::Time now) const {
+  absl::MutexLock lock(&mu_);
+  if (now - read_ok_ > 3 * options_.interval) {
+    return absl::ZeroDuration();  // the store did not answer lately: assume the job is active
+  }
+  return std::max(absl::ZeroDuration(), now - activity_changed_);
+}
+
+std::vector<RankSnapshot> ProgressExchange::OtherRanks(absl::Time now) const {
+  absl::MutexLock lock(&mu_);
+  std::vector<RankSnapshot> out;
+  for (const auto& [machine, remote] : others_) {
+    for (RankSnapshot r : remote.ranks) {
+      r.idle_for += now - remote.read;
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+void ProgressExchange::Propose(const HangVerdict& verdict) {
+  absl::MutexLock lock(&mu_);
+  if (!proposal_.has_value()) proposal_ = verdict;
+}
+
+std::optional<HangVerdict> ProgressExchange::Settled() const {
+  absl::MutexLock lock(&mu_);
+  return settled_;
+}
+
+void ProgressExchange::Run() {
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stop_ || (proposal_.has_value() && !settled_.has_value());
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&wake), options_.interval);
+      if (stop_) return;
+    }
+    Exchange();
+  }
+}
+
+bool ProgressExchange::Stopping() const {
+  absl::MutexLock lock(&mu_);
+  return stop_;
+}
+
+void ProgressExchange::Exchange() {
+  PublishOwn();
+  if (Stopping()) return;
+  ReadActivity();
+  bool suspect = false;
+  bool propose = false;
+  {
+    absl::MutexLock lock(&mu_);
+    suspect = absl::Now() - activity_changed_ >= options_.hang_timeout / 2;
+    propose = proposal_.has_value() && !settled_.has_value();
+  }
+  if (suspect || propose) ReadOthers();
+  if (propose && !Stopping()) SettleVerdict();
+}
+
+void ProgressExchange::PublishOwn() {
+  std::vector<RankSnapshot> own;
+  absl::Time active;
+  {
+    absl::MutexLock lock(&mu_);
+    own = own_;
+    active = own_active_;
+  }
+  if (active > activity_added_) {
+    activity_added_ = active;
+    (void)store_->Add(kActivityKey, 1);  // a failure shows in ReadActivity
+  }
+  (void)store_->Set(ProgressKey(options_.machine_rank), EncodeSnapshots(own));
+}
+
+void ProgressExchange::ReadActivity() {
+  absl::StatusOr<std::string> value = store_->Get(kActivityKey, absl::ZeroDuration());
+  const absl::Time now = absl::Now();
+  if (!value.ok() && !absl::IsNotFound(value.status())) {
+    return;  // JobIdleFor reads "active" once read_ok_ is old
+  }
+  std::string seen = value.ok() ? *std::move(value) : "";  // the count as the store keeps it
+  absl::MutexLock lock(&mu_);
+  read_ok_ = now;
+  if (!activity_seen_.has_value() || *activity_seen_ != seen) {
+    activity_seen_ = std::move(seen);
+    activity_changed_ = now;
+  }
+}
+
+void ProgressExchange::ReadOthers() {
+  for (int machine = 0; machine < options_.num_machines && !Stopping(); ++machine) {
+    if (machine == options_.machine_rank) continue;
+    absl::StatusOr<std::string> value = store_->Get(ProgressKey(machine), absl::ZeroDuration());
+    if (!value.ok()) continue;
+    std::optional<std::vector<RankSnapshot>> ranks = DecodeSnapshots(*value);
+    if (!ranks.has_value()) continue;
+    absl::MutexLock lock(&mu_);
+    others_[machine] = Remote{*std::move(ranks), absl::Now()};
+  }
+}
+
+void ProgressExchange::SettleVerdict() {
+  std::string proposal;
+  {
+    absl::MutexLock lock(&mu_);
+    proposal = EncodeVerdict(*proposal_);
+  }
+  absl::StatusOr<std::string> stored = store_->CompareSet(kVerdictKey, "", proposal);
+  if (!stored.ok()) return;  // tried again next period; HangWatch's settle timeout bounds it
+  std::optional<HangVerdict> verdict = DecodeVerdict(*stored);
+  if (!verdict.has_value()) return;
+  absl::MutexLock lock(&mu_);
+  settled_ = std::move(verdict);
+}
+
+}  // namespace accel::launcher

@@ -1,0 +1,89 @@
+// ProgressExchange: hang detection's view of the other machines (JobProgress), over the
+// rendezvous store, for one attempt of a multi-machine job. Keys in the attempt's namespace:
+//   accel-launch/activity        a counter that a machine bumps whenever one of its ranks was
+//                                active: how long it stood still is how long the job was idle
+//   accel-launch/progress/<m>    machine m's ranks (EncodeSnapshots)
+//   accel-launch/hang-verdict    the job's verdict: the first proposal, set only while absent
+// One thread makes every store call, each period (defaults::kProgressPublishInterval) or at
+// once after a proposal; the other machines' ranks are read only once the job has been idle for
+// half the hang timeout, so a healthy job costs each machine three small calls per period.
+// The supervisor's calls never block. A failing store reads as "the job is active".
+#ifndef ACCEL_LAUNCHER_AGENT_PROGRESS_EXCHANGE_H_
+#define ACCEL_LAUNCHER_AGENT_PROGRESS_EXCHANGE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/defaults.h"
+#include "launcher/process/hang.h"
+#include "rendezvous/store/store.h"
+
+namespace accel::launcher {
+
+struct ExchangeOptions {
+  int machine_rank = 0;
+  int num_machines = 1;
+  absl::Duration hang_timeout = absl::FromChrono(defaults::kHangTimeout);
+  absl::Duration interval = absl::FromChrono(defaults::kProgressPublishInterval);
+};
+
+class ProgressExchange final : public JobProgress {
+ public:
+  // Starts the thread; `store` is the attempt's namespace of the rendezvous store.
+  ProgressExchange(std::unique_ptr<rendezvous::Store> store, ExchangeOptions options);
+  // Stops and joins the thread (bounded by one store call: give `store` a short RPC deadline).
+  ~ProgressExchange() override;
+
+  void Publish(std::vector<RankSnapshot> ranks, absl::Duration idle_for, absl::Time now) override;
+  absl::Duration JobIdleFor(absl::Time now) const override;
+  std::vector<RankSnapshot> OtherRanks(absl::Time now) const override;
+  void Propose(const HangVerdict& verdict) override;
+  std::optional<HangVerdict> Settled() const override;
+
+ private:
+  struct Remote {
+    std::vector<RankSnapshot> ranks;
+    absl::Time read;
+  };
+  void Run();
+  // One period's store calls (each bounded by the store's RPC deadline; a stop ends them early).
+  void Exchange();
+  bool Stopping() const;
+  void PublishOwn();
+  void ReadActivity();
+  void ReadOthers();
+  void SettleVerdict();
+
+  const std::unique_ptr<rendezvous::Store> store_;
+  const ExchangeOptions options_;
+
+  mutable absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  // From the supervisor.
+  std::vector<RankSnapshot> own_ ABSL_GUARDED_BY(mu_);
+  absl::Time own_active_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();  // last local activity
+  std::optional<HangVerdict> proposal_ ABSL_GUARDED_BY(mu_);
+  // From the store.
+  absl::Time activity_changed_ ABSL_GUARDED_BY(mu_);  // when the counter last moved
+  absl::Time read_ok_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  std::map<int, Remote> others_ ABSL_GUARDED_BY(mu_);
+  std::optional<HangVerdict> settled_ ABSL_GUARDED_BY(mu_);
+
+  // The thread's own state.
+  std::optional<std::string> activity_seen_;
+  absl::Time activity_added_ = absl::InfinitePast();  // own_active_ when last counted
+
+  std::thread thread_;
+};
+
+}  // namespace accel::launcher
+
+#endif  // ACCEL_LAUNCHER_AGENT_PROGRESS_EXCHANGE_H_

@@ -1,0 +1,65 @@
+// Hang diagnosis: given every rank of the job as hang detection sees it (on this machine, or on
+// another through the rendezvous store), name the rank the others wait on.
+//
+// The evidence, strongest first:
+//   1. a stopped process (state T: SIGSTOP or a debugger) is the root cause;
+//   2. libaccel's collective counts (common/progress_record.h): every rank issues collectives in
+//      the same order, so a rank that never started the collective the others are in is the one
+//      they wait on; the ranks inside it are "waiting";
+//   3. otherwise (programs that report no progress, or every rank inside the same collective) the
+//      rank that went idle first — no CPU time, no output — is the likely cause, and the verdict
+//      says it is inferred.
+// Pure functions; the encodings are what agents exchange through the store.
+#ifndef ACCEL_LAUNCHER_PROCESS_HANG_VERDICT_H_
+#define ACCEL_LAUNCHER_PROCESS_HANG_VERDICT_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "common/progress_record.h"
+
+namespace accel::launcher {
+
+// One rank as hang detection sees it.
+struct RankSnapshot {
+  int rank = 0;
+  int machine_rank = 0;
+  std::string host;
+  std::optional<progress::Record> progress;  // nullopt: the program writes no progress file
+  bool stopped = false;                      // a process of it is stopped (state T or t)
+  absl::Duration idle_for;                   // since it last advanced, used CPU or wrote output
+};
+
+struct HangVerdict {
+  int rank = -1;  // the root cause
+  int machine_rank = -1;
+  std::string host;
+  bool inferred = false;            // named from idle times alone
+  std::string why;                  // e.g. "is stopped (process state T: SIGSTOP or a debugger)"
+  std::vector<std::string> others;  // one line per other rank, e.g. "rank 1: waiting in ..."
+  absl::Duration job_idle_for;      // how long no rank had advanced, used CPU or written output
+};
+
+// Returns the verdict for `ranks` (not empty) after the job was idle for `job_idle_for`.
+HangVerdict DiagnoseHang(const std::vector<RankSnapshot>& ranks, absl::Duration job_idle_for);
+
+// Returns the one-line description used as the root cause's detail (the other ranks' lines are
+// printed apart), e.g. "hang: rank 3 (machine 1) is stopped (process state T: SIGSTOP or a
+// debugger); no rank advanced, used CPU or wrote output for 5.0 s".
+std::string DescribeVerdict(const HangVerdict& verdict);
+
+// Returns `d` as seconds with one decimal, "3.0 s".
+std::string FormatSeconds(absl::Duration d);
+
+// Text encodings for the rendezvous store (one line per rank; fields tab-separated).
+std::string EncodeSnapshots(const std::vector<RankSnapshot>& ranks);
+std::optional<std::vector<RankSnapshot>> DecodeSnapshots(absl::string_view text);
+std::string EncodeVerdict(const HangVerdict& verdict);
+std::optional<HangVerdict> DecodeVerdict(absl::string_view text);
+
+}  // namespace accel::launcher
+
+#endif  // ACCEL_LAUNCHER_PROCESS_HANG_VERDICT_H_

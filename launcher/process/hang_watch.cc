@@ -1,0 +1,69 @@
+#include "launcher/process/hang_watch.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+namespace accel::launcher {
+
+HangWatch::HangWatch(HangWatchOptions options, JobProgress* job)
+    : options_(std::move(options)),
+      job_(job),
+      detector_(options_.machine_rank, options_.host, options_.sample_tree) {}
+
+HangWatch::Action HangWatch::Check(absl::Time now,
+                                   const std::function<std::uint64_t(int)>& output_bytes) {
+  detector_.Sample(now, output_bytes);
+  const absl::Duration local_idle = detector_.IdleFor(now);
+  if (job_ != nullptr) {
+    job_->Publish(detector_.Snapshots(now), local_idle, now);
+  }
+  switch (phase_) {
+    case Phase::kWatching:
+      break;
+    case Phase::kSettling:
+      if (std::optional<HangVerdict> settled = job_->Settled(); settled.has_value()) {
+        verdict_ = *std::move(settled);
+        return Act(now);
+      }
+      return now >= deadline_ ? Act(now) : Action::kNone;  // keep this machine's verdict
+    case Phase::kWaitingRemote:
+      if (now < deadline_) return Action::kNone;
+      phase_ = Phase::kDone;
+      return Action::kEndRemote;
+    case Phase::kDone:
+      return Action::kNone;
+  }
+  absl::Duration idle = local_idle;
+  if (job_ != nullptr) idle = std::min(idle, job_->JobIdleFor(now));
+  if (idle < options_.hang_timeout) {
+    return Action::kNone;
+  }
+  std::vector<RankSnapshot> ranks = detector_.Snapshots(now);
+  if (job_ != nullptr) {
+    for (RankSnapshot& other : job_->OtherRanks(now)) ranks.push_back(std::move(other));
+  }
+  if (ranks.empty()) {
+    return Action::kNone;
+  }
+  verdict_ = DiagnoseHang(ranks, idle);
+  if (job_ == nullptr) {
+    return Act(now);
+  }
+  job_->Propose(verdict_);
+  phase_ = Phase::kSettling;
+  deadline_ = now + options_.settle_timeout;
+  return Action::kNone;
+}
+
+HangWatch::Action HangWatch::Act(absl::Time now) {
+  if (verdict_.machine_rank == options_.machine_rank) {
+    phase_ = Phase::kDone;
+    return Action::kEndLocal;
+  }
+  phase_ = Phase::kWaitingRemote;
+  deadline_ = now + options_.remote_wait;
+  return Action::kWaitRemote;
+}
+
+}  // namespace accel::launcher

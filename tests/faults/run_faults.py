@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""The fault suite: two machines (network namespaces), 2 × 2 CPU processes of train.bin under
+accel-launch, one fault per trial, N trials per scenario. Prints one table:
+
+  scenario, trials, successes, median and max seconds until no process of the job is left
+  (from the fault; for `restart`, until the restarted job finished; for `token-mismatch`,
+  from the launch), and in how many trials the root cause was named as expected.
+
+A trial succeeds when every process of the job on both machines is gone within the scenario's
+bound (10 s; a hang: hang_timeout + 5 s), the root cause is named right, and the scenario's own
+checks hold. Needs root (exit 77 = skipped, with the reason). Exit 1 when any trial failed.
+
+Usage: run_faults.py --launcher L --train T --intruder I [--trials N]
+                     [--scenarios a,b | --skip a,b] [--keep DIR]
+"""
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from cluster import Cluster  # noqa: E402
+from job import Tools  # noqa: E402
+from scenarios import SCENARIOS, Context, Outcome  # noqa: E402
+
+
+def parse_args() -> argparse.Namespace:
+    here = os.path.dirname(os.path.abspath(__file__))
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--launcher", required=True, help="the accel-launch binary")
+    p.add_argument("--train", required=True, help="the train.bin binary")
+    p.add_argument("--intruder", required=True, help="the rdzv_intruder binary")
+    p.add_argument("--python_script", default=os.path.join(here, "..", "testing",
+                                                           "torch_uneven.py"))
+    p.add_argument("--trials", type=int, default=1)
+    p.add_argument("--scenarios", default="", help="comma list (default: all)")
+    p.add_argument("--skip", default="", help="comma list of scenarios to leave out")
+    p.add_argument("--keep", default="", help="copy the logs of failed trials here")
+    args = p.parse_args()
+    if args.trials < 1:
+        p.error("--trials must be >= 1")
+    chosen = [s for s in args.scenarios.split(",") if s] or list(SCENARIOS)
+    unknown = [s for s in chosen + [s for s in args.skip.split(",") if s] if s not in SCENARIOS]
+    if unknown:
+        p.error(f"unknown scenario(s) {', '.join(unknown)}; known: {', '.join(SCENARIOS)}")
+    args.chosen = [s for s in chosen if s not in args.skip.split(",")]
+    return args
+
+
+def table(rows: list) -> str:
+    head = f"{'scenario':<18} {'trials':>6} {'ok':>4} {'median s':>9} {'max s':>7} {'root cause':>11}"
+    lines = [head, "-" * len(head)]
+    for name, outcomes in rows:
+        if outcomes is None:
+            lines.append(f"{name:<18} {'skipped (no /usr/bin/python3 with torch)':>40}")
+            continue
+        times = [o.seconds for o in outcomes]
+        lines.append(f"{name:<18} {len(outcomes):>6} {sum(o.ok for o in outcomes):>4} "
+                     f"{statistics.median(times):>9.2f} {max(times):>7.2f} "
+                     f"{sum(o.root_ok for o in outcomes):>6}/{len(outcomes):<4}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    args = parse_args()
+    if os.geteuid() != 0:
+        print("SKIP: the fault suite needs root for ip netns")
+        return 77
+    if shutil.which("ip") is None:
+        print("SKIP: iproute2 missing")
+        return 77
+    tools = Tools(args.launcher, args.train, args.intruder, os.path.abspath(args.python_script))
+    cluster = Cluster()
+    work = tempfile.mkdtemp(prefix="accel_faults_")
+    rows = []
+    all_ok = True
+    try:
+        try:
+            cluster.up()
+        except Exception as e:  # noqa: BLE001 - any failure to build the namespaces skips
+            print(f"SKIP: cannot create network namespaces: {e}")
+            return 77
+        ctx = Context(cluster, tools, work)
+        for name in args.chosen:
+            outcomes = []
+            for trial in range(args.trials):
+                try:
+                    outcome = SCENARIOS[name](ctx)
+                except Exception:  # noqa: BLE001 - a crash in a trial is a failed trial
+                    traceback.print_exc()
+                    cluster.kill_all()
+                    outcome = Outcome(0, False, False, False, "the trial crashed")
+                if outcome is None:
+                    outcomes = None
+                    break
+                left = cluster.kill_all()
+                if left:
+                    outcome.ok = False
+                    outcome.note += f" {left} process(es) left behind"
+                status = "ok" if outcome.ok else "FAILED"
+                print(f"{name} trial {trial + 1}: {status} {outcome.seconds:.2f} s {outcome.note}",
+                      file=sys.stderr, flush=True)
+                if not outcome.ok and args.keep and ctx.last_work:
+                    shutil.copytree(ctx.last_work, os.path.join(args.keep, f"{name}-{trial + 1}"),
+                                    dirs_exist_ok=True)
+                outcomes.append(outcome)
+            rows.append((name, outcomes))
+            all_ok = all_ok and (outcomes is None or all(o.ok for o in outcomes))
+    finally:
+        cluster.down()
+        shutil.rmtree(work, ignore_errors=True)
+    print(table(rows))
+    return 0 if all_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

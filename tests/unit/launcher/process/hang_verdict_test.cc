@@ -1,0 +1,114 @@
+// Unit tests of the hang diagnosis: which rank is named, and the encodings agents exchange.
+#include "launcher/process/hang_verdict.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace accel::launcher {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+RankSnapshot Rank(int rank, int machine, absl::Duration idle, std::optional<progress::Record> p) {
+  RankSnapshot r;
+  r.rank = rank;
+  r.machine_rank = machine;
+  r.host = "node" + std::to_string(machine);
+  r.idle_for = idle;
+  r.progress = p;
+  return r;
+}
+
+progress::Record Counts(std::uint64_t step, std::uint64_t started, std::uint64_t done) {
+  return progress::Record{step, started, done, true};
+}
+
+TEST(HangVerdictTest, AStoppedRankIsTheRootCauseAndTheOthersWait) {
+  // SIGSTOP inside collective 9: every rank is in it, only the stopped one is different.
+  std::vector<RankSnapshot> ranks = {
+      Rank(0, 0, absl::Seconds(5), Counts(4, 9, 8)), Rank(1, 0, absl::Seconds(5), Counts(4, 9, 8)),
+      Rank(2, 1, absl::Seconds(5), Counts(4, 9, 8)), Rank(3, 1, absl::Seconds(5), Counts(4, 9, 8))};
+  ranks[3].stopped = true;
+  HangVerdict v = DiagnoseHang(ranks, absl::Seconds(5));
+  EXPECT_EQ(v.rank, 3);
+  EXPECT_EQ(v.machine_rank, 1);
+  EXPECT_EQ(v.host, "node1");
+  EXPECT_FALSE(v.inferred);
+  EXPECT_THAT(v.others, ElementsAre("rank 0 (machine 0): waiting in collective 9 (step 4)",
+                                    "rank 1 (machine 0): waiting in collective 9 (step 4)",
+                                    "rank 2 (machine 1): waiting in collective 9 (step 4)"));
+  EXPECT_EQ(DescribeVerdict(v),
+            "hang: rank 3 (machine 1) is stopped (process state T: SIGSTOP or a debugger); no "
+            "rank advanced, used CPU or wrote output for 5.0 s");
+}
+
+TEST(HangVerdictTest, TheRankThatNeverReachedTheCollectiveIsTheRootCause) {
+  // Rank 2 completed collective 8 and stopped advancing; the others wait in collective 9.
+  std::vector<RankSnapshot> ranks = {Rank(2, 1, absl::Seconds(6), Counts(4, 8, 8)),
+                                     Rank(0, 0, absl::Seconds(5), Counts(4, 9, 8)),
+                                     Rank(1, 0, absl::Seconds(5), Counts(4, 9, 8))};
+  HangVerdict v = DiagnoseHang(ranks, absl::Seconds(5));
+  EXPECT_EQ(v.rank, 2);
+  EXPECT_FALSE(v.inferred);
+  EXPECT_EQ(v.why,
+            "did not reach collective 9 (it completed collective 8 and started no other, "
+            "at step 4)");
+  EXPECT_THAT(v.others, ElementsAre("rank 0 (machine 0): waiting in collective 9 (step 4)",
+                                    "rank 1 (machine 0): waiting in collective 9 (step 4)"));
+}
+
+TEST(HangVerdictTest, WithoutProgressTheRankIdleFirstIsNamedAsInferred) {
+  std::vector<RankSnapshot> ranks = {Rank(0, 0, absl::Seconds(5), std::nullopt),
+                                     Rank(1, 1, absl::Seconds(7), std::nullopt)};
+  HangVerdict v = DiagnoseHang(ranks, absl::Seconds(5));
+  EXPECT_EQ(v.rank, 1);
+  EXPECT_TRUE(v.inferred);
+  EXPECT_THAT(v.why, HasSubstr("went idle first (no CPU time or output for 7.0 s; the program "
+                               "reports no progress, so this is inferred)"));
+  EXPECT_THAT(v.others, ElementsAre("rank 0 (machine 0): idle for 5.0 s"));
+  EXPECT_THAT(DescribeVerdict(v), HasSubstr("hang (inferred): rank 1 (machine 1) went idle first"));
+}
+
+TEST(HangVerdictTest, EveryRankInTheSameCollectiveIsInferredFromIdleTimes) {
+  std::vector<RankSnapshot> ranks = {Rank(0, 0, absl::Seconds(5), Counts(4, 9, 8)),
+                                     Rank(1, 0, absl::Seconds(6), Counts(4, 9, 8))};
+  HangVerdict v = DiagnoseHang(ranks, absl::Seconds(5));
+  EXPECT_EQ(v.rank, 1);
+  EXPECT_TRUE(v.inferred);
+  EXPECT_THAT(v.why, HasSubstr("every rank waits in collective 9"));
+}
+
+TEST(HangVerdictTest, SnapshotsAndVerdictsSurviveTheirEncoding) {
+  std::vector<RankSnapshot> ranks = {Rank(0, 1, absl::Milliseconds(1500), Counts(3, 7, 6)),
+                                     Rank(1, 1, absl::Seconds(2), std::nullopt)};
+  ranks[1].stopped = true;
+  ranks[1].host = "tab\there";
+  auto decoded = DecodeSnapshots(EncodeSnapshots(ranks));
+  ASSERT_TRUE(decoded.has_value());
+  ASSERT_EQ(decoded->size(), 2u);
+  EXPECT_EQ((*decoded)[0].progress, ranks[0].progress);
+  EXPECT_TRUE((*decoded)[0].progress->has_collectives);
+  EXPECT_EQ((*decoded)[0].idle_for, absl::Milliseconds(1500));
+  EXPECT_EQ((*decoded)[1].host, "tab here");
+  EXPECT_FALSE((*decoded)[1].progress.has_value());
+  EXPECT_TRUE((*decoded)[1].stopped);
+  EXPECT_FALSE(DecodeSnapshots("1\t2\tshort\n").has_value());
+  EXPECT_TRUE(DecodeSnapshots("")->empty());
+
+  HangVerdict v = DiagnoseHang(ranks, absl::Seconds(2));
+  auto back = DecodeVerdict(EncodeVerdict(v));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->rank, 1);
+  EXPECT_EQ(back->machine_rank, 1);
+  EXPECT_EQ(back->why, v.why);
+  EXPECT_EQ(back->others, v.others);
+  EXPECT_EQ(DescribeVerdict(*back), DescribeVerdict(v));
+  EXPECT_FALSE(DecodeVerdict("garbage").has_value());
+}
+
+}  // namespace
+}  // namespace accel::launcher
