@@ -213,7 +213,9 @@ std::string FormatPlan(const LaunchPlan& plan, const std::vector<std::string>& a
   const int first = plan.machine_rank * plan.nproc_per_machine;
   const int last = first + plan.nproc_per_machine - 1;
   std::string out;
-  absl::StrAppend(&out, "plan: run ", plan.run_id, "\n");
+  absl::StrAppend(&out, "plan: run ",
+                  plan.run_id.empty() ? "(named by machine 0 at the rendezvous)" : plan.run_id,
+                  "\n");
   absl::StrAppend(&out, "  machines:            ", plan.num_machines, " (this is machine ",
                   plan.machine_rank, ")\n");
   absl::StrAppend(&out, "  processes/machine:   ", plan.nproc_per_machine, " (world size ",

@@ -45,7 +45,8 @@ struct RendezvousResult {
   std::string store_endpoint;  // "" = no store (single process)
   std::string local_addr;      // this machine as the others reach it; "" = loopback job
   std::string token;
-  int attempt = 0;  // restart count, TORCHELASTIC_RESTART_COUNT
+  std::string run_id;  // the run the server serves ("" = the plan's)
+  int attempt = 0;     // restart count, TORCHELASTIC_RESTART_COUNT
 };
 
 // Returns the plan for `config` on a machine with `gpu_count` visible GPUs (`why_no_gpu` explains

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "absl/strings/str_cat.h"
+#include "common/printable.h"
 
 namespace accel::launcher {
 namespace {
@@ -20,20 +21,26 @@ std::string Normalize(absl::string_view word) {
 }  // namespace
 
 std::string FormatDiagnostic(const Diagnostic& d) {
+  // Every part may hold bytes from the file or the environment: none reaches the terminal raw.
   std::string out;
   if (!d.where.empty()) {
-    absl::StrAppend(&out, d.where, ":");
+    absl::StrAppend(&out, Printable(d.where), ":");
     if (d.line > 0) absl::StrAppend(&out, d.line, ":", std::max(d.column, 1), ":");
     out += " ";
   }
-  out += d.message;
+  out += Printable(d.message);
   if (d.line > 0 && !d.line_text.empty()) {
-    absl::StrAppend(&out, "\n", d.line_text, "\n");
-    // Keep tabs so the caret lines up under the column on any terminal.
-    const size_t column = static_cast<size_t>(std::max(d.column, 1));
-    for (size_t i = 0; i + 1 < column; ++i) {
-      out.push_back(i < d.line_text.size() && d.line_text[i] == '\t' ? '\t' : ' ');
+    absl::StrAppend(&out, "\n", Printable(d.line_text), "\n");
+    // The caret goes under the column's character as printed (escapes widen the line); tabs
+    // are kept so it lines up on any terminal.
+    const std::size_t column = static_cast<std::size_t>(std::max(d.column, 1)) - 1;
+    const std::string before =
+        Printable(std::string_view(d.line_text).substr(0, std::min(column, d.line_text.size())));
+    for (char ch : before) {
+      if ((static_cast<unsigned char>(ch) & 0xC0u) == 0x80u) continue;  // inside a character
+      out.push_back(ch == '\t' ? '\t' : ' ');
     }
+    if (column > d.line_text.size()) out.append(column - d.line_text.size(), ' ');
     out.push_back('^');
   }
   return out;

@@ -17,6 +17,18 @@ TEST(DiagnosticsTest, CaretKeepsTabs) {
             "ACCEL_NUM_MACHINES=0: bad");
 }
 
+TEST(DiagnosticsTest, NonPrintableBytesAreEscapedAndTheCaretFollows) {
+  // A binary file's bytes (an escape sequence, a NUL, a bare 0xff) never reach the terminal.
+  const char line[] = "\x1b[2J\0x\xff: 1";
+  Diagnostic d{"f", 1, 5, std::string(line, sizeof(line) - 1), "unknown key '\x1b[2J'"};
+  EXPECT_EQ(FormatDiagnostic(d),
+            "f:1:5: unknown key '\\x1b[2J'\n"
+            "\\x1b[2J\\x00x\\xff: 1\n"
+            "       ^");
+  // UTF-8 passes; the caret counts its characters, not its bytes.
+  EXPECT_EQ(FormatDiagnostic({"f", 1, 5, "é: x", "bad"}), "f:1:5: bad\né: x\n   ^");
+}
+
 TEST(DiagnosticsTest, EditDistance) {
   EXPECT_EQ(EditDistance("kitten", "sitting"), 3);
   EXPECT_EQ(EditDistance("", "abc"), 3);
