@@ -2,12 +2,17 @@
 // apart from cli.cc so that unit tests link RunCli without the agent library.
 #include <iostream>
 
+#include "absl/synchronization/mutex.h"
 #include "common/logging.h"
 #include "launcher/cli/cli.h"
 
 namespace accel::launcher {
 
 int Main(int argc, char** argv) {
+  // Debian builds abseil with mutex deadlock detection on: a global graph that every lock of
+  // every absl::Mutex (gRPC's included) consults, a fifth of the rendezvous server's CPU with
+  // thousands of machines joining (bench/README.md). Clang's -Wthread-safety checks our locking.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   std::vector<std::string> args(argv + 1, argv + argc);
   CliContext context;
   context.init_logging = [](bool verbose) { InitLogging(verbose); };
