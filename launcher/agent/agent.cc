@@ -109,6 +109,7 @@ std::optional<int> Agent::Prepare() {
     }
     for (const std::string& warning : found->warnings) Notice(absl::StrCat("warning: ", warning));
     token = std::move(found->token);
+    plan_.rendezvous_token_source = found->source;
   }
   auto rdzv = AgentRendezvous::Create(config_, plan_, host_, token, request_.dry_run);
   if (!rdzv.ok()) {

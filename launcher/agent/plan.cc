@@ -231,7 +231,11 @@ std::string FormatPlan(const LaunchPlan& plan, const std::vector<std::string>& a
   absl::StrAppend(&out, "  precision:           ", ToString(plan.precision), "\n");
   absl::StrAppend(&out, "  accumulation steps:  ", plan.gradient_accumulation_steps, "\n");
   absl::StrAppend(&out, "  rendezvous:          ",
-                  plan.single_process ? "none (single process)" : plan.rendezvous_endpoint, "\n");
+                  plan.single_process ? "none (single process)" : plan.rendezvous_endpoint,
+                  plan.rendezvous_token_source.empty()
+                      ? ""
+                      : absl::StrCat(" (token: ", plan.rendezvous_token_source, ")"),
+                  "\n");
   absl::StrAppend(&out, "  max restarts:        ", plan.max_restarts, "\n");
   absl::StrAppend(&out, "  command:             ", absl::StrJoin(argv, " "), "\n");
   return out;

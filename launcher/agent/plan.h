@@ -32,8 +32,9 @@ struct LaunchPlan {
   bool debug = false;
   // No rendezvous at all: the whole job is one process (the single-T4 case).
   bool single_process = true;
-  std::string rendezvous_endpoint;   // host:port the server listens on ("" = not yet known)
-  std::vector<std::string> notices;  // one line per fallback rule that applied
+  std::string rendezvous_endpoint;      // host:port the server listens on ("" = not yet known)
+  std::string rendezvous_token_source;  // where its token came from (FindRendezvousToken)
+  std::vector<std::string> notices;     // one line per fallback rule that applied
 };
 
 // What the rendezvous told this machine for one attempt.

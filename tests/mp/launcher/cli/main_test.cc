@@ -255,6 +255,7 @@ TEST_F(CliBinaryTest, ConfigDefaultForTwoMachinesWritesAnOwnerOnlyTokenFile) {
             0);
   Result dry = Run("--config_file " + copy + "/two.yaml --machine_rank 1 --dry_run /usr/bin/true");
   EXPECT_EQ(dry.code, kExitOk) << dry.err;
+  EXPECT_THAT(dry.out, HasSubstr("(token: rdzv_token_file " + copy + "/rdzv_token)"));
   Result again = Run(command);  // `config` once more: the copies stay valid
   ASSERT_EQ(again.code, kExitOk) << again.err;
   EXPECT_EQ(ReadFile(token_file), ReadFile(copy + "/rdzv_token")) << "the token changed";
