@@ -102,7 +102,7 @@ std::optional<int> Agent::Prepare() {
   }
   std::string token;
   if (!plan_.single_process) {
-    auto found = FindRendezvousToken(config_);
+    auto found = FindRendezvousToken(config_, request_.dry_run);
     if (!found.ok()) {
       Notice(absl::StrCat("rendezvous token: ", found.status().message()));
       return kExitUsage;

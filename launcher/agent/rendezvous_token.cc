@@ -8,13 +8,16 @@
 
 namespace accel::launcher {
 
-std::optional<std::string> SchedulerToken(const Config& /*config*/) {
-  // SCHEDULER TOKEN SOURCES GO HERE (e.g. Slurm): return the job's token when the scheduler
-  // provides one that every machine of the job sees, nullopt otherwise.
+absl::StatusOr<std::optional<RendezvousToken>> TokenFromScheduler(const Config& /*config*/,
+                                                                  bool /*dry_run*/) {
+  // ===== SCHEDULER-PROVIDED TOKENS: the one place they are taken. =====
+  // A scheduler's token source (Slurm's PMI-2 exchange, launcher/config/slurm_token.h) is called
+  // here: return its token and a `source` for the plan ("Slurm PMI-2 (job 12 step 0)"), nullopt
+  // when this job is not under that scheduler, or its error (a fence past its deadline).
   return std::nullopt;
 }
 
-absl::StatusOr<RendezvousToken> FindRendezvousToken(const Config& config) {
+absl::StatusOr<RendezvousToken> FindRendezvousToken(const Config& config, bool dry_run) {
   RendezvousToken out;
   if (const char* token = env::Get(env::kRdzvToken); token != nullptr) {
     out.token = token;
@@ -30,11 +33,6 @@ absl::StatusOr<RendezvousToken> FindRendezvousToken(const Config& config) {
     out.source = absl::StrCat("rdzv_token_file ", config.rdzv_token_file);
     return out;
   }
-  if (std::optional<std::string> token = SchedulerToken(config); token.has_value()) {
-    out.token = *std::move(token);
-    out.source = "the scheduler";
-    return out;
-  }
   if (config.num_machines == 1) {
     absl::StatusOr<std::string> token = rendezvous::GenerateToken();
     if (!token.ok()) return token.status();
@@ -42,6 +40,9 @@ absl::StatusOr<RendezvousToken> FindRendezvousToken(const Config& config) {
     out.source = "generated for this job";
     return out;
   }
+  absl::StatusOr<std::optional<RendezvousToken>> scheduler = TokenFromScheduler(config, dry_run);
+  if (!scheduler.ok()) return scheduler.status();
+  if (scheduler->has_value()) return **std::move(scheduler);
   const std::string endpoint = absl::StrCat(config.main_process_ip, ":", config.main_process_port);
   if (config.rdzv_insecure) {
     out.source = "none (rdzv_insecure: true)";

@@ -5,8 +5,9 @@
 //   1. $ACCEL_RDZV_TOKEN
 //   2. rdzv_token_file (written by `accel-launch config` next to the config file, 0600; a file
 //      that group or others may read is refused under `strict`, warned about otherwise)
-//   3. the scheduler (SchedulerToken below: the place where, e.g., Slurm hands a job its token)
-//   4. one machine: a fresh random token (no other machine needs to know it)
+//   3. one machine: a fresh random token (no other machine needs to know it)
+//   4. the batch scheduler: TokenFromScheduler below, THE place where a scheduler hands a
+//      multi-machine job its token (e.g. Slurm over PMI-2)
 //   5. rdzv_insecure: true: no token, with a warning
 // and otherwise a refusal (FAILED_PRECONDITION; the launcher exits 2) that says how to get one.
 #ifndef ACCEL_LAUNCHER_AGENT_RENDEZVOUS_TOKEN_H_
@@ -27,15 +28,20 @@ struct RendezvousToken {
   std::vector<std::string> warnings;  // to show the user (an unsafe file, an insecure job)
 };
 
-// Returns the token of a job of `config.num_machines` machines by the rules above. Errors: the
-// token file's (NOT_FOUND, PERMISSION_DENIED, INVALID_ARGUMENT, FAILED_PRECONDITION under
-// strict), and FAILED_PRECONDITION for a multi-machine job with no token and no rdzv_insecure.
-absl::StatusOr<RendezvousToken> FindRendezvousToken(const Config& config);
+// Returns the token of a job of `config.num_machines` machines by the rules above. `dry_run`:
+// nothing is exchanged with a scheduler. Errors: the token file's (NOT_FOUND,
+// PERMISSION_DENIED, INVALID_ARGUMENT, FAILED_PRECONDITION under strict), the scheduler's, and
+// FAILED_PRECONDITION for a multi-machine job with no token and no rdzv_insecure.
+absl::StatusOr<RendezvousToken> FindRendezvousToken(const Config& config, bool dry_run);
 
-// Returns the token a batch scheduler provides for this job, if any. Tried after the
-// environment and rdzv_token_file, before a multi-machine job is refused. Today no scheduler
-// provides one: a scheduler source (Slurm) is added here.
-std::optional<std::string> SchedulerToken(const Config& config);
+// Returns the token a batch scheduler provides for this multi-machine job, nullopt when none
+// does (then the job needs a token file or rdzv_insecure), or the scheduler's error. Called only
+// when neither $ACCEL_RDZV_TOKEN nor rdzv_token_file gave one, on every machine alike (an
+// exchange such as Slurm's PMI-2 fence needs every launcher). Under `dry_run` it must not
+// exchange anything: it returns a placeholder token, its `source` saying where the real one would
+// come from, when the scheduler would provide one.
+absl::StatusOr<std::optional<RendezvousToken>> TokenFromScheduler(const Config& config,
+                                                                  bool dry_run);
 
 }  // namespace accel::launcher
 

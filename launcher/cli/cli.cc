@@ -102,6 +102,18 @@ int Validate(const std::vector<std::string>& args, const CliContext& context) {
   if (int code = Parse(set, args, context, &parsed); code >= 0) return code;
   const ResolvedConfig resolved = Resolve(parsed, context);
   if (!Report(resolved, context, "nothing would be launched")) return kExitUsage;
+  // The token check launch makes before it starts anything: a multi-machine job needs one.
+  std::vector<std::string> warnings;
+  if (resolved.config.num_machines > 1 && context.check_token) {
+    if (const absl::Status token = context.check_token(resolved.config, &warnings); !token.ok()) {
+      *context.err << "accel-launch: rendezvous token: " << token.message()
+                   << "\naccel-launch: nothing would be launched\n";
+      return kExitUsage;
+    }
+  }
+  for (const std::string& warning : warnings) {
+    *context.err << kLogPrefix << "warning: " << warning << "\n";
+  }
   *context.out << "ok: "
                << (resolved.path.empty() ? "no config file, defaults for this machine"
                                          : resolved.path)

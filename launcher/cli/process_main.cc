@@ -4,6 +4,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/logging.h"
+#include "launcher/agent/rendezvous_token.h"
 #include "launcher/cli/cli.h"
 
 namespace accel::launcher {
@@ -23,6 +24,12 @@ int Main(int argc, char** argv) {
   context.count_gpus = [](std::string* why) { return CountGpus(why); };
   context.detect_devices = [] { return DetectDevices(); };
   context.run_agent = [](const LaunchRequest& request) { return RunAgent(request); };
+  context.check_token = [](const Config& config, std::vector<std::string>* warnings) {
+    absl::StatusOr<RendezvousToken> token = FindRendezvousToken(config, /*dry_run=*/true);
+    if (!token.ok()) return token.status();
+    *warnings = token->warnings;
+    return absl::OkStatus();
+  };
   const int code = RunCli(args, context);
   std::cout.flush();
   return code;

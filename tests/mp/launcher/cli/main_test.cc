@@ -236,6 +236,35 @@ TEST_F(CliBinaryTest, AMultiMachineJobWithoutATokenRefusesToStartSayingHow) {
   }
 }
 
+// `config validate` agrees with launch: no token for two machines, or a token file others may
+// read under strict, is exit 2 there too; a readable file without strict is ok with a warning.
+TEST_F(CliBinaryTest, ValidateChecksTheTokenAsLaunchDoes) {
+  const std::string two =
+      "--use_cpu --num_machines 2 --num_processes 2 --main_process_ip 10.9.9.9 "
+      "--main_process_port 29500";
+  Result none = Run("config validate " + two);
+  EXPECT_EQ(none.code, kExitUsage) << none.err;
+  EXPECT_THAT(none.err, HasSubstr("needs a rendezvous token"));
+  const std::string token = dir_.Write("token", "t0ken\n");
+  ASSERT_EQ(::chmod(token.c_str(), 0644), 0);
+  for (const std::string command : {"config validate ", "--dry_run "}) {
+    SCOPED_TRACE(command);
+    const std::string args = command + two + " --rdzv_token_file " + token;
+    const std::string program = command == "--dry_run " ? " /usr/bin/true" : "";
+    Result lax = Run(args + program);
+    EXPECT_EQ(lax.code, kExitOk) << lax.err;
+    EXPECT_THAT(lax.err, HasSubstr("may be read by group or others (mode 0644)"));
+    EXPECT_THAT(lax.err, HasSubstr("chmod 600 " + token));
+    Result strict = Run(args + " --strict" + program);
+    EXPECT_EQ(strict.code, kExitUsage) << strict.err;
+    EXPECT_THAT(strict.err, HasSubstr("(refused: strict)"));
+  }
+  ASSERT_EQ(::chmod(token.c_str(), 0600), 0);
+  Result safe = Run("config validate " + two + " --rdzv_token_file " + token + " --strict");
+  EXPECT_EQ(safe.code, kExitOk) << safe.err;
+  EXPECT_THAT(safe.err, ::testing::Not(HasSubstr("warning")));
+}
+
 // `config default` for two machines writes the config and a 0600 token file beside it that the
 // config names; copying both to another directory (another machine) is all it takes.
 TEST_F(CliBinaryTest, ConfigDefaultForTwoMachinesWritesAnOwnerOnlyTokenFile) {
