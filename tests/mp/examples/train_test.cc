@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <regex>
 #include <string>
@@ -161,6 +162,7 @@ TEST(Train, KillDuringCheckpointingResumesFromTheLastGoodState) {
   ASSERT_EQ(whole.exit_code, kExitOk) << whole.output;
   std::mt19937 random(static_cast<unsigned>(::getpid()));
   int resumed_trials = 0;
+  std::map<std::string, int> states;  // what each kill left on disk
   for (int trial = 0; trial < trials; ++trial) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     const std::string ckpt = dir + "/trial_" + std::to_string(trial);
@@ -178,6 +180,12 @@ TEST(Train, KillDuringCheckpointingResumesFromTheLastGoodState) {
     EXPECT_TRUE(std::filesystem::exists(ckpt + "/accelerator.pt") ||
                 std::filesystem::exists(ckpt + ".old/accelerator.pt"))
         << "killed " << delay_ms << " ms after the first checkpoint: no checkpoint is left";
+    // Where the kill landed, by what it left: "dir", "dir+old", "old" (between the renames),
+    // each "+tmp" when a save was in progress.
+    std::string left = std::filesystem::exists(ckpt) ? "dir" : "";
+    if (std::filesystem::exists(ckpt + ".old")) left += left.empty() ? "old" : "+old";
+    if (std::filesystem::exists(ckpt + ".tmp")) left += "+tmp";
+    ++states[left];
     Outcome resumed = RunProgram(kTrain, args + ckpt + " --resume");
     ASSERT_EQ(resumed.exit_code, kExitOk) << resumed.output;
     EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
@@ -187,7 +195,9 @@ TEST(Train, KillDuringCheckpointingResumesFromTheLastGoodState) {
         << resumed.output;
     ++resumed_trials;
   }
-  std::printf("%d of %d trials killed mid-run and resumed\n", resumed_trials, trials);
+  std::printf("%d of %d trials killed mid-run and resumed; left on disk:", resumed_trials, trials);
+  for (const auto& [left, count] : states) std::printf(" %s %d", left.c_str(), count);
+  std::printf("\n");
   EXPECT_GT(resumed_trials, 0) << "every run finished before it was killed";
   std::filesystem::remove_all(dir);
 }
