@@ -51,6 +51,18 @@ inline constexpr int kMaxKeysPerWait = 1024;
 // Largest gRPC message the rendezvous server accepts (a value plus its key and namespace).
 inline constexpr int kMaxMessageBytes = 17 * 1024 * 1024;
 
+// Bounded input (issue 12). A config file larger than this, or whose YAML aliases expand to
+// more nodes than this, is refused before it is read further (exit 2).
+inline constexpr std::int64_t kMaxConfigFileBytes = 1024 * 1024;
+inline constexpr int kMaxConfigYamlNodes = 10000;
+// Upper bounds checked by validation before anything is sized by them.
+inline constexpr int kMaxMachines = 65536;
+inline constexpr int kMaxProcesses = 1 << 20;         // total over all machines
+inline constexpr int kMaxProcessesPerMachine = 1024;  // workers one launcher spawns
+// What the KV store counts per entry on top of its namespace, key and value bytes (hash-table
+// slot, string headers, allocator rounding), so that its byte cap bounds its resident memory.
+inline constexpr std::int64_t kStoreEntryOverheadBytes = 256;
+
 // Supervision: SIGTERM → shutdown grace → SIGKILL; how often workers are polled (hang checks);
 // how long output pipes still open after every worker was reaped are drained.
 inline constexpr seconds kShutdownGrace{30};

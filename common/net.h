@@ -1,5 +1,5 @@
 // PickFreePort: a TCP port for a server that cannot bind port 0 itself (MASTER_PORT for torch
-// scripts, a single process's job).
+// scripts, a single process's job). LocalAddressFor: whether an address is this machine's.
 #ifndef ACCEL_COMMON_NET_H_
 #define ACCEL_COMMON_NET_H_
 
@@ -15,6 +15,12 @@ namespace accel {
 // every address. Errors: socket(2)/bind(2)'s errno, e.g. "pick free port: bind 10.0.0.9:0: Cannot
 // assign requested address".
 absl::StatusOr<int> PickFreePort(const std::string& host);
+
+// Returns the numeric address of `host` (an address, or a name resolved with getaddrinfo) that
+// belongs to this machine: one a socket here can bind. NOT_FOUND when none does (the address is
+// another machine's, or reached through NAT), naming what `host` resolved to; the resolver's
+// error when the name does not resolve.
+absl::StatusOr<std::string> LocalAddressFor(const std::string& host);
 
 }  // namespace accel
 

@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -160,13 +159,14 @@ struct StepRange {
   std::int64_t total_steps = 0;
 };
 
-// Resumes from --checkpoint_dir when --resume finds one there; returns the steps left to run.
+// Resumes from --checkpoint_dir when --resume finds a checkpoint there by load_state's rule (the
+// directory, or "<dir>.old" after a crash mid-save); returns the steps left to run.
 StepRange ResumeOrStart(const TrainFlags& flags, Accelerator& acc, const DataLoader& loader) {
   const int accumulation = acc.gradient_accumulation_steps();
   StepRange range;
   const std::int64_t per_epoch = StepsPerEpoch(loader.size(), accumulation);
   range.total_steps = flags.steps > 0 ? flags.steps : flags.epochs * per_epoch;
-  if (flags.resume && std::filesystem::exists(flags.checkpoint_dir)) {
+  if (flags.resume && acc.has_state(flags.checkpoint_dir)) {
     acc.load_state(flags.checkpoint_dir);
     range.start = PositionAfter(acc.step_count(), loader.size(), accumulation);
     acc.print("resumed from ", flags.checkpoint_dir, " at step ", acc.step_count());

@@ -18,6 +18,7 @@
 #include "common/seconds.h"
 #include "launcher/agent/plan.h"
 #include "launcher/agent/rendezvous.h"
+#include "launcher/agent/rendezvous_token.h"
 #include "launcher/process/failure_report.h"
 #include "launcher/process/hang.h"
 #include "launcher/process/os_util.h"
@@ -99,7 +100,6 @@ int Agent::Run() {
   if (RunsAsSingleWorker()) {
     return ExecSingleWorker();
   }
-  scratch_root_ = RunDirectory();
   Supervisor supervisor(MakeSupervisorOptions(), signals_, abort_);
   for (int restarts = 0;; ++restarts) {
     if (std::optional<int> code = RunOneAttempt(supervisor, restarts); code.has_value()) {
@@ -116,7 +116,18 @@ std::optional<int> Agent::Prepare() {
   if (!PlanJob()) {
     return kExitUsage;
   }
-  auto rdzv = AgentRendezvous::Create(config_, plan_, host_, request_.dry_run);
+  std::string token;
+  if (!plan_.single_process) {
+    auto found = FindRendezvousToken(config_, request_.dry_run);
+    if (!found.ok()) {
+      Notice(absl::StrCat("rendezvous token: ", found.status().message()));
+      return kExitUsage;
+    }
+    for (const std::string& warning : found->warnings) Notice(absl::StrCat("warning: ", warning));
+    token = std::move(found->token);
+    plan_.rendezvous_token_source = found->source;
+  }
+  auto rdzv = AgentRendezvous::Create(config_, plan_, host_, token, request_.dry_run);
   if (!rdzv.ok()) {
     Notice(rdzv.status().message());
     return kExitRendezvous;
@@ -151,12 +162,15 @@ bool Agent::PlanJob() {
     return false;
   }
   plan_ = *std::move(plan);
-  if (plan_.run_id.empty()) {
-    // Every machine must join with the same id: derive it from what they already share.
-    plan_.run_id = plan_.num_machines > 1
-                       ? absl::StrCat("job-", config_.main_process_ip, "-",
-                                      config_.main_process_port, "-", config_.num_processes)
-                       : RandomHex(6).value_or(std::string(12, '0'));
+  if (plan_.run_id.empty() && plan_.machine_rank == 0) {
+    // Random, so nobody can guess it; machine 0's server serves it, and the other machines
+    // join with none and learn it from their Join answer.
+    auto id = RandomHex(8);
+    if (!id.ok()) {
+      Notice(absl::StrCat("make run id: ", id.status().message()));
+      return false;
+    }
+    plan_.run_id = absl::StrCat("job-", *id);
   }
   for (const std::string& notice : plan_.notices) {
     Notice(notice);
@@ -205,6 +219,8 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
     return kExitRendezvous;
   }
   const RendezvousResult& result = *joined;
+  if (!result.run_id.empty()) plan_.run_id = result.run_id;  // machine 0 named the run
+  if (scratch_root_.empty()) scratch_root_ = RunDirectory();
   auto workers = MakeWorkers(result);
   if (!workers.ok()) {
     Notice(workers.status().message());

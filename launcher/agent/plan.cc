@@ -232,7 +232,9 @@ std::string FormatPlan(const LaunchPlan& plan, const std::vector<std::string>& a
   const int first = plan.machine_rank * plan.nproc_per_machine;
   const int last = first + plan.nproc_per_machine - 1;
   std::string out;
-  absl::StrAppend(&out, "plan: run ", plan.run_id, "\n");
+  absl::StrAppend(&out, "plan: run ",
+                  plan.run_id.empty() ? "(named by machine 0 at the rendezvous)" : plan.run_id,
+                  "\n");
   absl::StrAppend(&out, "  machines:            ", plan.num_machines, " (this is machine ",
                   plan.machine_rank, ")\n");
   absl::StrAppend(&out, "  processes/machine:   ", plan.nproc_per_machine, " (world size ",
@@ -248,7 +250,11 @@ std::string FormatPlan(const LaunchPlan& plan, const std::vector<std::string>& a
   absl::StrAppend(&out, "  precision:           ", ToString(plan.precision), "\n");
   absl::StrAppend(&out, "  accumulation steps:  ", plan.gradient_accumulation_steps, "\n");
   absl::StrAppend(&out, "  rendezvous:          ",
-                  plan.single_process ? "none (single process)" : plan.rendezvous_endpoint, "\n");
+                  plan.single_process ? "none (single process)" : plan.rendezvous_endpoint,
+                  plan.rendezvous_token_source.empty()
+                      ? ""
+                      : absl::StrCat(" (token: ", plan.rendezvous_token_source, ")"),
+                  "\n");
   absl::StrAppend(&out, "  max restarts:        ", plan.max_restarts, "\n");
   absl::StrAppend(&out, "  hang timeout:        ",
                   plan.hang_timeout_s > 0 ? absl::StrCat(plan.hang_timeout_s, " s") : "off", "\n");

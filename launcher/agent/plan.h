@@ -36,8 +36,9 @@ struct LaunchPlan {
   int collective_timeout_ms = 0;
   // No rendezvous at all: the whole job is one process (the single-T4 case).
   bool single_process = true;
-  std::string rendezvous_endpoint;   // host:port the server listens on ("" = not yet known)
-  std::vector<std::string> notices;  // one line per fallback rule that applied
+  std::string rendezvous_endpoint;      // host:port the server listens on ("" = not yet known)
+  std::string rendezvous_token_source;  // where its token came from (FindRendezvousToken)
+  std::vector<std::string> notices;     // one line per fallback rule that applied
 };
 
 // What the rendezvous told this machine for one attempt.
@@ -49,7 +50,8 @@ struct RendezvousResult {
   std::string store_endpoint;  // "" = no store (single process)
   std::string local_addr;      // this machine as the others reach it; "" = loopback job
   std::string token;
-  int attempt = 0;  // restart count, TORCHELASTIC_RESTART_COUNT
+  std::string run_id;  // the run the server serves ("" = the plan's)
+  int attempt = 0;     // restart count, TORCHELASTIC_RESTART_COUNT
 };
 
 // Returns the plan for `config` on a machine with `gpu_count` visible GPUs (`why_no_gpu` explains

@@ -13,16 +13,17 @@
 #include "common/defaults.h"
 #include "common/exit_codes.h"
 #include "common/logging.h"
+#include "common/net.h"
 #include "common/seconds.h"
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
 #include "common/version.h"
 #include "launcher/agent/progress_exchange.h"
-#include "launcher/config/slurm_token.h"
 #include "launcher/process/os_util.h"
 #include "launcher/process/subprocess.h"
 #include "rendezvous/grpc/store_client.h"
 #include "rendezvous/grpc/token.h"
+#include "rendezvous/join/result.h"
 
 namespace accel::launcher {
 namespace {
@@ -46,6 +47,19 @@ void WaitOrExitOnSignal(int fd, const SignalFd& signals, const char* what) {
       return;
     }
   }
+}
+
+// Returns where machine 0's server listens: main_process_ip when it is this machine's address,
+// else every interface (a NAT'd or cloud address), said out loud.
+std::string ServerBindAddress(const Config& config, int port) {
+  absl::StatusOr<std::string> local = LocalAddressFor(config.main_process_ip);
+  if (local.ok()) {
+    return rendezvous::HostPort(*local, port);
+  }
+  Notice(absl::StrCat("rendezvous server: listening on 0.0.0.0:", port,
+                      ", every interface of this machine, because main_process_ip ",
+                      local.status().message()));
+  return absl::StrCat("0.0.0.0:", port);
 }
 
 }  // namespace
@@ -132,44 +146,21 @@ rendezvous::JoinRequest MakeJoinRequest(const Config& config, const LaunchPlan& 
 absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const Config& config,
                                                                          const LaunchPlan& plan,
                                                                          const std::string& host,
+                                                                         const std::string& token,
                                                                          bool dry_run) {
   if (plan.single_process) {
     return nullptr;
   }
   const bool single_machine = plan.num_machines == 1;
-  auto loaded = rendezvous::LoadToken(config.rdzv_token_file);
-  if (!loaded.ok()) {
-    return Annotate(loaded.status(), "rendezvous token");
-  }
-  std::string token = *std::move(loaded);
-  // A scheduler-provided token: under a Slurm step with PMI-2 the launchers exchange one.
-  if (token.empty() && !single_machine && !dry_run) {
-    auto from_slurm = SlurmStepToken(
-        ProcessEnvironment(), absl::Now() + absl::FromChrono(FromSeconds(config.rdzv_timeout_s)));
-    if (!from_slurm.ok()) return from_slurm.status();
-    if (from_slurm->has_value()) {
-      token = (*from_slurm)->token;
-      Notice(absl::StrCat("rendezvous token: from ", (*from_slurm)->source));
-    }
-  }
-  if (token.empty() && single_machine) {
-    auto generated = rendezvous::GenerateToken();
-    if (!generated.ok()) return generated.status();
-    token = *std::move(generated);
-  }
   const int port =
       config.main_process_port > 0 ? config.main_process_port : defaults::kMainProcessPort;
-
+  const absl::Duration rdzv_timeout = absl::FromChrono(FromSeconds(config.rdzv_timeout_s));
+  std::string endpoint =
+      single_machine ? "127.0.0.1:<free port>" : rendezvous::HostPort(config.main_process_ip, port);
   std::unique_ptr<rendezvous::RendezvousServer> server;
-  std::string endpoint;
-  if (single_machine) {
-    endpoint = "127.0.0.1:<free port>";
-  } else {
-    endpoint = absl::StrCat(config.main_process_ip, ":", port);
-  }
   if (!dry_run && (single_machine || plan.machine_rank == 0)) {
     rendezvous::ServerOptions options;
-    options.bind_address = single_machine ? "127.0.0.1:0" : absl::StrCat("0.0.0.0:", port);
+    options.bind_address = single_machine ? "127.0.0.1:0" : ServerBindAddress(config, port);
     options.advertise_host = single_machine ? "127.0.0.1" : config.main_process_ip;
     options.num_machines = plan.num_machines;
     options.num_processes = plan.world_size;
@@ -177,7 +168,7 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
     options.token = token;
     options.tls_cert_path = config.tls_cert_file;
     options.tls_key_path = config.tls_key_file;
-    options.rdzv_timeout = absl::FromChrono(FromSeconds(config.rdzv_timeout_s));
+    options.rdzv_timeout = rdzv_timeout;
     options.strict = config.strict;
     auto started = rendezvous::RendezvousServer::Start(options);
     if (!started.ok()) {
@@ -185,14 +176,13 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
                       absl::StrCat("start rendezvous server on ", options.bind_address));
     }
     server = *std::move(started);
-    endpoint = single_machine ? server->endpoint() : endpoint;
+    if (single_machine) endpoint = server->endpoint();
   }
 
   rendezvous::JoinRequest request = MakeJoinRequest(config, plan, host);
-
   if (dry_run) {
     return std::make_unique<AgentRendezvous>(nullptr, nullptr, std::move(request), endpoint, token,
-                                             absl::FromChrono(FromSeconds(config.rdzv_timeout_s)));
+                                             rdzv_timeout);
   }
   rendezvous::ClientOptions client_options;
   client_options.endpoint = endpoint;
@@ -205,9 +195,9 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
   if (!client.ok()) {
     return Annotate(client.status(), "create rendezvous client");
   }
-  return std::make_unique<AgentRendezvous>(
-      *std::move(client), std::move(server), std::move(request), endpoint, token,
-      absl::FromChrono(FromSeconds(config.rdzv_timeout_s)), config.tls_ca_file);
+  return std::make_unique<AgentRendezvous>(*std::move(client), std::move(server),
+                                           std::move(request), endpoint, token, rdzv_timeout,
+                                           config.tls_ca_file);
 }
 
 AgentRendezvous::AgentRendezvous(std::unique_ptr<rendezvous::RendezvousClient> client,
@@ -264,10 +254,9 @@ absl::StatusOr<RendezvousResult> AgentRendezvous::Join(const SignalFd& signals,
   result.master_port = joined->master_port;
   result.store_endpoint = joined->store_endpoint;
   if (request_.num_machines > 1) {
-    for (const rendezvous::MachineEntry& machine : joined->machines) {
-      if (machine.machine_rank == request_.machine_rank) result.local_addr = machine.address;
-    }
+    result.local_addr = joined->self.address;
   }
+  result.run_id = joined->run_id;
   result.token = token_;
   result.attempt = static_cast<int>(joined->attempt);
   auto status = client_->Watch(

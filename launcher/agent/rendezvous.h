@@ -1,8 +1,9 @@
 // AgentRendezvous: the agent's side of the rendezvous.
 //
 // Owns the server when this machine hosts it (machine 0 of a multi-machine job binds
-// 0.0.0.0:main_process_port and advertises main_process_ip; a single machine with more than one
-// process binds 127.0.0.1 on a free port with a random token) and the client every agent uses:
+// main_process_ip:main_process_port when that address is its own, else 0.0.0.0 with a notice,
+// and advertises main_process_ip; a single machine with more than one process binds 127.0.0.1
+// on a free port) and the client every agent uses:
 // Join an attempt, Watch it (server events wake the supervisor through an AbortChannel), report
 // how the local workers ended. A one-process job has no AgentRendezvous at all.
 //
@@ -32,10 +33,12 @@ namespace accel::launcher {
 class AgentRendezvous {
  public:
   // Returns nullptr when the plan is a single process. Starts the server here when this machine
-  // hosts it (not for a dry run: then endpoint() is where it would listen).
+  // hosts it (not for a dry run: then endpoint() is where it would listen), requiring `token`
+  // (FindRendezvousToken's; "" = none) of every call.
   static absl::StatusOr<std::unique_ptr<AgentRendezvous>> Create(const Config& config,
                                                                  const LaunchPlan& plan,
                                                                  const std::string& host,
+                                                                 const std::string& token,
                                                                  bool dry_run);
 
   // Wraps `client` (and `server`, may be null); used by Create and by tests with a fake client.

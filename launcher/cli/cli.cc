@@ -4,13 +4,18 @@
 #include <ostream>
 
 #include "absl/strings/str_cat.h"
+#include "common/defaults.h"
 #include "common/exit_codes.h"
 #include "common/logging.h"
 #include "common/version.h"
 #include "launcher/cli/flags.h"
 #include "launcher/commands/env_report.h"
 #include "launcher/commands/questionnaire.h"
+#include "launcher/commands/token_file.h"
 #include "launcher/config/resolve.h"
+#include "launcher/config/schema.h"
+#include "launcher/config/validate.h"
+#include "launcher/config/values.h"
 #include "launcher/config/writer.h"
 
 namespace accel::launcher {
@@ -19,7 +24,8 @@ namespace {
 constexpr char kUsage[] =
     "usage: accel-launch [launch] [options] PROGRAM [ARGS...]\n"
     "       accel-launch config [--config_file F]          answer questions, write a config\n"
-    "       accel-launch config default [--config_file F]  write the config for this machine\n"
+    "       accel-launch config default [--config_file F] [options]  write the config for this\n"
+    "                                                   machine (options: any config key)\n"
     "       accel-launch config validate [options]         check the config, print it resolved\n"
     "       accel-launch env [--json] [--config_file F]    versions, devices, config in effect\n"
     "       accel-launch --version\n"
@@ -96,6 +102,18 @@ int Validate(const std::vector<std::string>& args, const CliContext& context) {
   if (int code = Parse(set, args, context, &parsed); code >= 0) return code;
   const ResolvedConfig resolved = Resolve(parsed, context);
   if (!Report(resolved, context, "nothing would be launched")) return kExitUsage;
+  // The token check launch makes before it starts anything: a multi-machine job needs one.
+  std::vector<std::string> warnings;
+  if (resolved.config.num_machines > 1 && context.check_token) {
+    if (const absl::Status token = context.check_token(resolved.config, &warnings); !token.ok()) {
+      *context.err << "accel-launch: rendezvous token: " << token.message()
+                   << "\naccel-launch: nothing would be launched\n";
+      return kExitUsage;
+    }
+  }
+  for (const std::string& warning : warnings) {
+    *context.err << kLogPrefix << "warning: " << warning << "\n";
+  }
   *context.out << "ok: "
                << (resolved.path.empty() ? "no config file, defaults for this machine"
                                          : resolved.path)
@@ -105,12 +123,18 @@ int Validate(const std::vector<std::string>& args, const CliContext& context) {
 }
 
 // Where `config` and `config default` write: --config_file, else accelerate's default path.
-int WriteConfig(const LaunchArgs& parsed, const Config& config, const CliContext& context) {
+// A multi-machine config gets a token file beside it (launcher/commands/token_file.h).
+int WriteConfig(const LaunchArgs& parsed, Config config, const CliContext& context) {
   std::string path = parsed.config_file;
   if (path.empty()) path = AccelerateDefaultConfigPath(context.env);
   if (path.empty()) {
     *context.err << "accel-launch: neither HOME nor HF_HOME is set; use --config_file\n";
     return kExitUsage;
+  }
+  const absl::StatusOr<std::string> token_file = AddTokenFile(path, &config);
+  if (!token_file.ok()) {
+    *context.err << "accel-launch: " << token_file.status().message() << "\n";
+    return kExitWorkerFailed;
   }
   const absl::Status status = WriteConfigFile(path, ToConfigYaml(config));
   if (!status.ok()) {
@@ -118,12 +142,39 @@ int WriteConfig(const LaunchArgs& parsed, const Config& config, const CliContext
     return kExitWorkerFailed;
   }
   *context.out << "accel-launch: configuration saved at " << path << "\n";
+  if (!token_file->empty()) {
+    *context.out << "accel-launch: rendezvous token saved at " << *token_file
+                 << " (mode 0600; the config names it): copy both files to every machine\n";
+  }
   const ConfigLookup lookup = FindConfigFile("", context.env);
   if (parsed.config_file.empty() && !lookup.path.empty() && lookup.path != path) {
     *context.out << "note: " << lookup.path
                  << " is looked up first and takes precedence over this file\n";
   }
   return kExitOk;
+}
+
+// Applies `config default`'s options (any config key, e.g. --num_machines 2 --main_process_ip
+// 10.0.0.1) over the hardware defaults; a multi-machine config gets the default port. Prints
+// every problem and returns false when the result is not a valid config.
+bool ApplyDefaultOptions(const LaunchArgs& parsed, const CliContext& context, Config* config) {
+  std::vector<Diagnostic> problems;
+  for (const auto& [key, text] : parsed.flags) {
+    const KeySpec* spec = FindKey(key);
+    const absl::Status status = spec == nullptr ? absl::InvalidArgumentError("unknown key")
+                                                : spec->set(ScalarValue(text), config);
+    if (!status.ok()) {
+      problems.push_back(
+          {absl::StrCat("--", key, " ", text), 0, 0, "", std::string(status.message())});
+    }
+  }
+  if (config->num_machines > 1 && config->main_process_port == 0) {
+    config->main_process_port = defaults::kMainProcessPort;
+  }
+  if (problems.empty()) problems = ValidateConfig(*config, SourceMap{});
+  if (problems.empty()) return true;
+  *context.err << FormatDiagnostics(problems) << "accel-launch: nothing was written\n";
+  return false;
 }
 
 int ConfigCommand(const std::vector<std::string>& args, const CliContext& context) {
@@ -138,7 +189,7 @@ int ConfigCommand(const std::vector<std::string>& args, const CliContext& contex
   if (int code = Parse(set, defaults ? Tail(args, 1) : args, context, &parsed); code >= 0) {
     return code;
   }
-  if (!parsed.flags.empty()) {
+  if (!parsed.flags.empty() && !defaults) {
     *context.err << "accel-launch: " << set.name << " takes only --config_file\n";
     return kExitUsage;
   }
@@ -147,6 +198,7 @@ int ConfigCommand(const std::vector<std::string>& args, const CliContext& contex
     const int gpus = context.count_gpus ? context.count_gpus(&why) : 0;
     Config config = DefaultsForHardware(gpus);
     config.use_cpu = gpus == 0;  // as `accelerate config default` writes it
+    if (!ApplyDefaultOptions(parsed, context, &config)) return kExitUsage;
     return WriteConfig(parsed, config, context);
   }
   const DeviceReport devices = context.detect_devices ? context.detect_devices() : DeviceReport{};

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "common/device_info.h"
 #include "launcher/agent/agent.h"
 #include "launcher/config/source.h"
@@ -32,6 +33,9 @@ struct CliContext {
   std::function<int(std::string* why)> count_gpus;
   std::function<DeviceReport()> detect_devices;
   std::function<int(const LaunchRequest&)> run_agent;
+  // `config validate`'s check of the rendezvous token launch would use (FindRendezvousToken,
+  // dry run): its error, and warnings to show. Unset: not checked.
+  std::function<absl::Status(const Config&, std::vector<std::string>* warnings)> check_token;
   std::function<void(bool verbose)> init_logging;  // called once the flags are parsed
   bool detect_scheduler = true;
 };

@@ -54,6 +54,7 @@ struct Config {
   std::string log_dir;                                            // empty: no per-rank log files
   bool tee = false;               // with log_dir: also print worker output on the console
   std::string rdzv_token_file;    // file holding the shared rendezvous token
+  bool rdzv_insecure = false;     // a multi-machine job may run without a token (opt-out)
   std::string local_addr;         // address other machines reach this one at ("" = auto)
   std::string network_interface;  // interface whose address is local_addr ("" = auto)
   bool strict = false;            // version mismatch at join is an error, not a warning

@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/defaults.h"
 #include "launcher/config/schema.h"
 #include "launcher/config/yaml.h"
 
@@ -186,9 +186,27 @@ std::vector<Diagnostic> ApplyConfigFile(const std::string& path, Config* config,
     d.message = absl::StrCat("read config file: ", std::strerror(errno));
     return {d};
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ApplyConfigText(path, text.str(), config, sources);
+  // Reads at most one byte past the limit: a huge file (or /dev/zero) is refused unread.
+  std::string text(static_cast<std::size_t>(defaults::kMaxConfigFileBytes) + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (static_cast<std::int64_t>(text.size()) > defaults::kMaxConfigFileBytes) {
+    Diagnostic d;
+    d.where = path;
+    d.message =
+        absl::StrCat("read config file: larger than ", defaults::kMaxConfigFileBytes,
+                     " bytes; a config file is a few hundred bytes (is this the right file?)");
+    return {d};
+  }
+  std::vector<Diagnostic> problems = ApplyConfigText(path, text, config, sources);
+  // A relative rdzv_token_file in a file names a file next to it: copying the config and its
+  // token file together is all another machine needs.
+  const std::size_t slash = path.find_last_of('/');
+  std::string& token_file = config->rdzv_token_file;
+  if (slash != std::string::npos && !token_file.empty() && token_file.front() != '/') {
+    token_file = absl::StrCat(path.substr(0, slash + 1), token_file);
+  }
+  return problems;
 }
 
 }  // namespace accel::launcher

@@ -21,7 +21,9 @@ namespace accel::launcher {
 std::vector<Diagnostic> ApplyConfigText(const std::string& path, absl::string_view text,
                                         Config* config, SourceMap* sources);
 
-// Reads `path` and applies it as ApplyConfigText does; an unreadable file is one problem.
+// Reads `path` and applies it as ApplyConfigText does; an unreadable file, or one larger than
+// defaults::kMaxConfigFileBytes, is one problem. A relative rdzv_token_file is taken relative to
+// the file's directory.
 std::vector<Diagnostic> ApplyConfigFile(const std::string& path, Config* config,
                                         SourceMap* sources);
 

@@ -149,12 +149,16 @@ std::vector<KeySpec> MakeSchema() {
                 SetRanksFilter(v, c), absl::StrJoin(c.ranks_filter, ",")),
       ACCEL_KEY(rdzv_backend, kEnum, true, kAlways, "static (default; c10d accepted as the same)",
                 SetRdzvBackend(v, c), c.rdzv_backend),
+      ACCEL_BOOL(rdzv_insecure, rdzv_insecure, false, kWhenNotDefault,
+                 "let a multi-machine job run without a rendezvous token: anyone who reaches "
+                 "the port can join, use the store and abort it (default false: refused)"),
       ACCEL_SECONDS(rdzv_timeout, rdzv_timeout_s,
                     absl::StrCat("how long machines wait for each other at rendezvous, seconds "
                                  "(default ",
                                  Seconds(defaults.rdzv_timeout_s), ")")),
       ACCEL_STRING(rdzv_token_file, rdzv_token_file, false, kWhenNotDefault,
-                   "file holding the shared rendezvous token (default: generated)"),
+                   "file holding the shared rendezvous token, relative to the config file "
+                   "(`accel-launch config` writes one; one machine: generated)"),
       ACCEL_IGNORED(region, "SageMaker only; ignored"),
       ACCEL_STRING(run_id, run_id, false, kNever,
                    "job id shared by all machines (default: generated)"),

@@ -44,14 +44,30 @@ std::vector<Diagnostic> ValidateConfig(const Config& c, const SourceMap& sources
   };
   // A rejected value is already reported: checks that involve it would only add noise.
   auto ok = [&](const char* key) { return Accepted(sources, key); };
-  const bool machines_ok = c.num_machines >= 1 && ok("num_machines");
-  const bool processes_ok = c.num_processes >= 1 && ok("num_processes");
+  // Upper bounds first: nothing downstream sizes anything by an unchecked count.
+  const bool machines_ok =
+      c.num_machines >= 1 && c.num_machines <= defaults::kMaxMachines && ok("num_machines");
+  const bool processes_ok =
+      c.num_processes >= 1 && c.num_processes <= defaults::kMaxProcesses && ok("num_processes");
   if (c.num_machines < 1) {
     problem("num_machines", absl::StrCat("num_machines must be at least 1, got ", c.num_machines));
+  } else if (c.num_machines > defaults::kMaxMachines) {
+    problem("num_machines", absl::StrCat("num_machines ", c.num_machines,
+                                         " is more than the limit of ", defaults::kMaxMachines));
   }
   if (c.num_processes < 1) {
     problem("num_processes",
             absl::StrCat("num_processes must be at least 1, got ", c.num_processes));
+  } else if (c.num_processes > defaults::kMaxProcesses) {
+    problem("num_processes",
+            absl::StrCat("num_processes ", c.num_processes, " is more than the limit of ",
+                         defaults::kMaxProcesses, " (the total over all machines)"));
+  } else if (machines_ok && c.num_processes / c.num_machines > defaults::kMaxProcessesPerMachine) {
+    problem("num_processes",
+            absl::StrCat("num_processes ", c.num_processes, " over ", c.num_machines,
+                         " machine(s) is ", c.num_processes / c.num_machines,
+                         " processes per machine, more than the limit of ",
+                         defaults::kMaxProcessesPerMachine));
   }
   if (c.machine_rank < 0) {
     problem("machine_rank", absl::StrCat("machine_rank must be at least 0, got ", c.machine_rank));

@@ -16,6 +16,7 @@
 #include "rendezvous/grpc/rendezvous_service.h"
 #include "rendezvous/grpc/store_service.h"
 #include "rendezvous/join/coordinator.h"
+#include "rendezvous/join/result.h"
 #include "rendezvous/store/kv_table.h"
 
 namespace accel::rendezvous {
@@ -109,9 +110,11 @@ class GrpcRendezvousServer final : public RendezvousServer {
     const bool loopback = host_ == "localhost" || host_ == "::1" || host_.rfind("127.", 0) == 0;
     if (options_.token.empty() && !loopback) {
       spdlog::warn(
-          "rendezvous server on {} has no token: anyone who reaches it can join and use the store "
-          "(set rdzv_token_file or ACCEL_RDZV_TOKEN)",
-          endpoint());
+          "rendezvous server on {} has no token: anyone who reaches it can join, use the store "
+          "and abort the job (set rdzv_token_file or ACCEL_RDZV_TOKEN)",
+          IsWildcard(host_) ? absl::StrCat(HostPort(host_.empty() ? "0.0.0.0" : host_, port_),
+                                           " (every interface)")
+                            : endpoint());
     }
     spdlog::debug("rendezvous server for run_id={} listening on {}", options_.run_id, endpoint());
     return absl::OkStatus();

@@ -23,7 +23,7 @@ namespace accel::rendezvous {
 struct KvLimits {
   std::int64_t max_key_bytes = defaults::kMaxKeyBytes;
   std::int64_t max_value_bytes = defaults::kMaxValueBytes;
-  std::int64_t max_total_bytes = defaults::kMaxStoreBytes;  // keys + values
+  std::int64_t max_total_bytes = defaults::kMaxStoreBytes;  // entries + overhead, waiters
   int max_keys_per_wait = defaults::kMaxKeysPerWait;
 };
 

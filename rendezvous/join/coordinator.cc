@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/absl_view.h"
+#include "common/random.h"
 #include "rendezvous/join/result.h"
 #include "rendezvous/join/types.h"
 
@@ -47,6 +48,7 @@ void JoinCoordinator::Deliver(Outbox& out) {
     absl::StatusOr<std::vector<v1::JoinResponse>> responses = BuildJoinResponses(machines, c.info);
     for (std::size_t i = 0; i < c.dones.size(); ++i) {
       if (responses.ok()) {
+        (*responses)[i].set_machine_secret(c.secrets[i]);
         c.dones[i](std::move((*responses)[i]));
       } else {
         c.dones[i](responses.status());  // not reached: CompleteLocked checked the world size
@@ -174,13 +176,27 @@ void JoinCoordinator::CompleteLocked(absl::Time now, Outbox& out) {
     FailPendingLocked(status, out);
     return;
   }
+  std::vector<std::string> secrets;
+  for (std::size_t i = 0; i < pending_.size(); ++i) {
+    absl::StatusOr<std::string> secret = RandomHex(16);
+    if (!secret.ok()) {
+      FailPendingLocked(absl::UnavailableError(
+                            absl::StrCat("join rendezvous run_id=", options_.run_id,
+                                         ": make machine secrets: ", secret.status().message())),
+                        out);
+      return;
+    }
+    secrets.push_back(*std::move(secret));
+  }
   Completion& completion = out.completion.emplace();
   completion.info = std::move(info);
+  completion.secrets = secrets;
   members_.clear();
+  std::size_t i = 0;
   for (auto& [rank, pending] : pending_) {
     completion.machines.push_back(pending.machine);
     completion.dones.push_back(std::move(pending.done));
-    members_[rank] = Member{std::move(pending.machine), now, false, 0, nullptr};
+    members_[rank] = Member{std::move(pending.machine), now, false, 0, nullptr, secrets[i++]};
   }
   pending_.clear();
   warnings_.clear();
@@ -243,15 +259,26 @@ v1::Event JoinCoordinator::TerminalEventLocked() const {
 
 absl::Status JoinCoordinator::CheckMemberLocked(std::string_view operation,
                                                 const std::string& run_id, int machine_rank,
-                                                std::int64_t attempt) const {
+                                                std::int64_t attempt,
+                                                const std::string& secret) const {
   if (shut_down_) return Unavailable();
   if (run_id != options_.run_id) {
     return absl::FailedPreconditionError(absl::StrCat(
         Av(operation), " run_id=", run_id, ": this server serves run_id=", options_.run_id));
   }
-  if (attempt == attempt_ && phase_ != Phase::kJoining && members_.count(machine_rank) == 0) {
-    return absl::FailedPreconditionError(absl::StrCat(Av(operation), " machine_rank ", machine_rank,
-                                                      ": not a member of attempt ", attempt));
+  if (attempt == attempt_ && phase_ != Phase::kJoining) {
+    auto member = members_.find(machine_rank);
+    if (member == members_.end()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          Av(operation), " machine_rank ", machine_rank, ": not a member of attempt ", attempt));
+    }
+    if (!SecretsMatch(member->second.secret, secret)) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          Av(operation), " machine_rank ", machine_rank,
+          ": the call does not carry that machine's secret (only its own agent, which joined "
+          "attempt ",
+          attempt, ", may speak for it)"));
+    }
   }
   if (attempt > attempt_ || (attempt == attempt_ && phase_ == Phase::kJoining)) {
     return absl::FailedPreconditionError(
@@ -267,8 +294,9 @@ absl::StatusOr<JoinCoordinator::Id> JoinCoordinator::Watch(const v1::WatchReques
   Id id = 0;
   {
     absl::MutexLock lock(&mu_);
-    absl::Status status = CheckMemberLocked("watch rendezvous", request.run_id(),
-                                            request.machine_rank(), request.attempt());
+    absl::Status status =
+        CheckMemberLocked("watch rendezvous", request.run_id(), request.machine_rank(),
+                          request.attempt(), request.machine_secret());
     if (!status.ok()) return status;
     if (request.attempt() < attempt_) {
       v1::Event event;
@@ -341,8 +369,8 @@ void JoinCoordinator::WatchBroken(Id id, absl::Time /*now*/) {
 
 absl::Status JoinCoordinator::Heartbeat(const v1::HeartbeatRequest& request, absl::Time now) {
   absl::MutexLock lock(&mu_);
-  absl::Status status =
-      CheckMemberLocked("heartbeat", request.run_id(), request.machine_rank(), request.attempt());
+  absl::Status status = CheckMemberLocked("heartbeat", request.run_id(), request.machine_rank(),
+                                          request.attempt(), request.machine_secret());
   if (!status.ok()) return status;
   if (request.attempt() == attempt_ && phase_ == Phase::kRunning) {
     members_.at(request.machine_rank()).last_heartbeat = now;
@@ -354,13 +382,17 @@ absl::Status JoinCoordinator::Report(const v1::ReportRequest& request, absl::Tim
   Outbox out;
   {
     absl::MutexLock lock(&mu_);
-    absl::Status status = CheckMemberLocked("report to rendezvous", request.run_id(),
-                                            request.machine_rank(), request.attempt());
+    absl::Status status =
+        CheckMemberLocked("report to rendezvous", request.run_id(), request.machine_rank(),
+                          request.attempt(), request.machine_secret());
     if (!status.ok()) return status;
     if (request.attempt() < attempt_) return absl::OkStatus();  // already restarted
+    // A machine reports about itself only (its secret was checked above).
+    v1::RootCause cause = request.cause();
+    cause.set_machine_rank(request.machine_rank());
     switch (request.kind()) {
       case v1::ReportRequest::FAILURE:
-        if (phase_ == Phase::kRunning) AbortLocked(request.cause(), out);
+        if (phase_ == Phase::kRunning) AbortLocked(cause, out);
         break;
       case v1::ReportRequest::DONE: {
         if (phase_ != Phase::kRunning) break;
@@ -378,8 +410,8 @@ absl::Status JoinCoordinator::Report(const v1::ReportRequest& request, absl::Tim
         v1::Event event;
         event.set_kind(v1::Event::RESTART);
         event.set_attempt(attempt_ + 1);
-        *event.mutable_root_cause() = request.cause();
-        restart_cause_ = request.cause();
+        *event.mutable_root_cause() = cause;
+        restart_cause_ = cause;
         EndLocked(Phase::kJoining, event, out);
         out.over.push_back(StoreNamespace(options_.run_id, attempt_));
         ++attempt_;

@@ -75,7 +75,9 @@ class JoinCoordinator {
   bool NoteRefusedJoin(const v1::JoinRequest& request, std::string_view peer, std::string_view why);
 
   // Registers `sink` for the attempt's terminal event (sent at once when the attempt is already
-  // over). FAILED_PRECONDITION when the machine is not a member of that attempt.
+  // over). FAILED_PRECONDITION when the machine is not a member of that attempt. Watch,
+  // Heartbeat and Report of the current attempt must carry the machine's secret (from its
+  // JoinResponse): PERMISSION_DENIED otherwise, so no client can speak for another machine.
   absl::StatusOr<Id> Watch(const v1::WatchRequest& request, std::shared_ptr<EventSink> sink);
   // Reports that watch `id` ended without its terminal event: the machine is lost.
   void WatchBroken(Id id, absl::Time now);
@@ -110,14 +112,16 @@ class JoinCoordinator {
     bool done = false;
     Id watch_id = 0;
     std::shared_ptr<EventSink> sink;
-    bool told = false;  // sent the attempt's terminal event, or left after reporting done
+    bool told = false;   // sent the attempt's terminal event, or left after reporting done
+    std::string secret;  // its JoinResponse.machine_secret; Watch, Heartbeat and Report carry it
   };
   // A completed attempt whose responses are built after the lock is released (with the machine
   // list they are O(machines^2) bytes).
   struct Completion {
     std::vector<JoinedMachine> machines;  // by machine_rank
     AttemptInfo info;
-    std::vector<JoinDone> dones;  // parallel to machines
+    std::vector<JoinDone> dones;       // parallel to machines
+    std::vector<std::string> secrets;  // parallel to machines
   };
   struct Outbox {
     std::optional<Completion> completion;
@@ -137,7 +141,8 @@ class JoinCoordinator {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AbortLocked(const v1::RootCause& cause, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckMemberLocked(std::string_view operation, const std::string& run_id,
-                                 int machine_rank, std::int64_t attempt) const
+                                 int machine_rank, std::int64_t attempt,
+                                 const std::string& secret) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::Event TerminalEventLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool NobodyOwedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

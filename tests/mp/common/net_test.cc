@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include "common/unique_fd.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace accel {
@@ -42,6 +43,24 @@ TEST(PickFreePortTest, AnAddressOfAnotherMachineIsAClearError) {
   ASSERT_FALSE(port.ok());
   EXPECT_EQ(port.status().message(),
             "pick free port: bind 192.0.2.1:0: Cannot assign requested address");
+}
+
+TEST(LocalAddressForTest, FindsThisMachinesAddressesByAddressOrName) {
+  EXPECT_EQ(*LocalAddressFor("127.0.0.1"), "127.0.0.1");
+  EXPECT_EQ(*LocalAddressFor("127.0.0.2"), "127.0.0.2");  // all of 127/8 is this machine's
+  absl::StatusOr<std::string> named = LocalAddressFor("localhost");
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_TRUE(*named == "127.0.0.1" || *named == "::1") << *named;
+}
+
+TEST(LocalAddressForTest, AnotherMachinesAddressOrAnUnknownNameIsNotFound) {
+  absl::StatusOr<std::string> other = LocalAddressFor("192.0.2.1");
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(other.status().message(), "192.0.2.1 (192.0.2.1) is not an address of this machine");
+  absl::StatusOr<std::string> unknown = LocalAddressFor("no-such-host.invalid");
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(unknown.status().message()),
+              ::testing::StartsWith("resolve no-such-host.invalid: "));
 }
 
 }  // namespace

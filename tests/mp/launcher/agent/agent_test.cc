@@ -346,12 +346,28 @@ TEST_F(LaunchTest, RendezvousTimeoutIsARendezvousFailureAndNamesTheMissingMachin
       {kLauncher, "--use_cpu", "--num_machines=2", "--num_processes=2", "--machine_rank=0",
        "--main_process_ip=127.0.0.1", "--main_process_port=" + std::to_string(*port),
        "--rdzv_timeout=1", kFake, "--pid_dir=" + dir_},
-      {}, absl::Seconds(30));
+      {"ACCEL_RDZV_TOKEN=mp-test-token"}, absl::Seconds(30));
   EXPECT_EQ(r.exit_code, kExitRendezvous) << r.err;
   EXPECT_THAT(r.err, HasSubstr("join rendezvous at " + endpoint));
   EXPECT_THAT(r.err, HasSubstr("missing machine_rank 1"));
   EXPECT_LT(r.elapsed, absl::Seconds(10));
   EXPECT_TRUE(ReadFile(dir_ + "/rank_0.pid").empty());  // no worker started
+}
+
+// main_process_ip is not this machine's (NAT, a cloud's public address): the server listens on
+// every interface and says so, naming the wildcard rather than a loopback address.
+TEST_F(LaunchTest, AServerThatCannotBindMainProcessIpSaysItListensEverywhere) {
+  auto port = PickFreePort("");
+  ASSERT_TRUE(port.ok()) << port.status();
+  RunResult r =
+      RunCommand({kLauncher, "--use_cpu", "--num_machines=2", "--num_processes=2",
+                  "--machine_rank=0", "--main_process_ip=192.0.2.1",
+                  "--main_process_port=" + std::to_string(*port), "--rdzv_timeout=1", kFake},
+                 {"ACCEL_RDZV_TOKEN=mp-test-token"}, absl::Seconds(30));
+  EXPECT_EQ(r.exit_code, kExitRendezvous) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("rendezvous server: listening on 0.0.0.0:" + std::to_string(*port) +
+                               ", every interface of this machine, because main_process_ip "
+                               "192.0.2.1 (192.0.2.1) is not an address of this machine"));
 }
 
 TEST_F(LaunchTest, DryRunPrintsThePlanAndStartsNothing) {

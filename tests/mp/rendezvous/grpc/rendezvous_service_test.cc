@@ -80,8 +80,8 @@ TEST_P(RandomOrderTest, AllMachinesJoinWithPrefixSumRanks) {
     EXPECT_THAT(line, StartsWith(absl::StrCat("JOINED attempt=0 base=", base[rank],
                                               " world=", world, " master=127.0.0.1:")))
         << agents[rank]->output();
-    EXPECT_THAT(line,
-                HasSubstr(absl::StrCat("store=", server->endpoint(), " ns=run/0 machines=", n)));
+    EXPECT_THAT(line, HasSubstr(absl::StrCat("store=", server->endpoint(), " ns=run/0 machines=", n,
+                                             " self=", rank, "@")));
     EXPECT_EQ(agents[rank]->WaitForLine("KV_OK", deadline), absl::StrCat("KV_OK peers=", n));
     EXPECT_EQ(agents[rank]->Wait(deadline), kExitOk) << agents[rank]->output();
   }

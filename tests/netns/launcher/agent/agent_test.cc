@@ -93,7 +93,7 @@ class NetnsTest : public ::testing::Test {
         argv.insert(argv.end(), options.begin(), options.end());
         if (m == 1) argv.insert(argv.end(), machine1.begin(), machine1.end());
         argv.insert(argv.end(), program.begin(), program.end());
-        results[m] = RunCommand(argv, {}, absl::Seconds(60));
+        results[m] = RunCommand(argv, {"ACCEL_RDZV_TOKEN=netns-test-token"}, absl::Seconds(60));
       });
     }
     if (meanwhile) meanwhile();
@@ -108,10 +108,12 @@ class NetnsTest : public ::testing::Test {
   bool created_ = false;
 };
 
-// No --run_id: the machines must agree on the default one by themselves.
+// No --run_id: machine 0 draws a random one and machine 1 learns it at the rendezvous.
 TEST_F(NetnsTest, EveryRankSeesItsRankAndTheWorldSize) {
-  auto results =
-      RunBoth({kFake, "--print_env=RANK,LOCAL_RANK,WORLD_SIZE,GROUP_RANK,MASTER_ADDR"}, 29561);
+  auto results = RunBoth(
+      {kFake, "--print_env=RANK,LOCAL_RANK,WORLD_SIZE,GROUP_RANK,MASTER_ADDR,TORCHELASTIC_RUN_ID"},
+      29561);
+  std::set<std::string> run_ids;
   for (int m = 0; m < 2; ++m) {
     SCOPED_TRACE("machine " + std::to_string(m));
     ASSERT_EQ(results[m].exit_code, kExitOk) << results[m].err;
@@ -125,8 +127,32 @@ TEST_F(NetnsTest, EveryRankSeesItsRankAndTheWorldSize) {
       EXPECT_EQ(env[rank]["WORLD_SIZE"], "4");
       EXPECT_EQ(env[rank]["GROUP_RANK"], std::to_string(m));
       EXPECT_EQ(env[rank]["MASTER_ADDR"], addr_[0]);
+      run_ids.insert(env[rank]["TORCHELASTIC_RUN_ID"]);
     }
   }
+  ASSERT_EQ(run_ids.size(), 1u);
+  EXPECT_TRUE(std::regex_match(*run_ids.begin(), std::regex("job-[0-9a-f]{16}")))
+      << *run_ids.begin();
+}
+
+// Machine 0's server listens on main_process_ip, its own address, not on every interface.
+TEST_F(NetnsTest, TheRendezvousServerListensOnMainProcessIpOnly) {
+  const int port = 29563;
+  std::string listening;
+  auto results = RunBoth({kFake, "--sleep=4"}, port, [&] {
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (absl::Now() < deadline && listening.find(std::to_string(port)) == std::string::npos) {
+      absl::SleepFor(absl::Milliseconds(200));
+      listening = RunCommand({ip_, "netns", "exec", ns_[0], "ss", "-Hltn"}).out;
+    }
+  });
+  for (int m = 0; m < 2; ++m) EXPECT_EQ(results[m].exit_code, kExitOk) << results[m].err;
+  // gRPC may listen on an IPv6 socket: then the address reads [::ffff:10.x.y.1].
+  EXPECT_THAT(listening,
+              ::testing::AnyOf(HasSubstr(" " + addr_[0] + ":" + std::to_string(port)),
+                               HasSubstr("[::ffff:" + addr_[0] + "]:" + std::to_string(port))));
+  EXPECT_THAT(listening, ::testing::Not(HasSubstr("0.0.0.0:" + std::to_string(port))));
+  EXPECT_THAT(listening, ::testing::Not(HasSubstr("*:" + std::to_string(port))));
 }
 
 TEST_F(NetnsTest, KilledWorkerOnMachineOneStopsBothMachinesFast) {
