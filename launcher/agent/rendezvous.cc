@@ -13,6 +13,7 @@
 #include "common/defaults.h"
 #include "common/exit_codes.h"
 #include "common/logging.h"
+#include "common/net.h"
 #include "common/seconds.h"
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
@@ -134,6 +135,12 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
   const int port =
       config.main_process_port > 0 ? config.main_process_port : defaults::kMainProcessPort;
 
+  if (!single_machine && plan.machine_rank == 0) {
+    // Said plainly here rather than in gRPC's own log lines when the server cannot bind.
+    if (absl::Status free = CheckPortFree("0.0.0.0", port); !free.ok()) {
+      return Annotate(free, absl::StrCat("start rendezvous server on main_process_port ", port));
+    }
+  }
   std::unique_ptr<rendezvous::RendezvousServer> server;
   std::string endpoint;
   if (single_machine) {
@@ -328,8 +335,7 @@ int AgentRendezvous::FinishDone(std::int64_t attempt, const SignalFd& signals,
       absl::StrCat(kLogPrefix,
                    lost ? "local workers finished, but the rendezvous server was lost:"
                         : "local workers finished, but the job was aborted, root cause:")));
-  const int code = event_->root_cause.exit_code;
-  return lost ? kExitRendezvous : ExitCodeForWorker(code, event_->root_cause.signal);
+  return lost ? kExitRendezvous : kExitWorkerFailed;
 }
 
 bool AgentRendezvous::restart_requested() const {
@@ -353,7 +359,7 @@ int AgentRendezvous::RemoteExitCode() const {
   if (event_->kind == rendezvous::Event::Kind::kServerLost) {
     return kExitRendezvous;
   }
-  return ExitCodeForWorker(event_->root_cause.exit_code, event_->root_cause.signal);
+  return kExitWorkerFailed;
 }
 
 }  // namespace accel::launcher

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "common/logging.h"
+#include "launcher/agent/plan.h"
 #include "launcher/cli/cli.h"
 
 namespace accel::launcher {
@@ -18,6 +19,7 @@ int Main(int argc, char** argv) {
   context.count_gpus = [](std::string* why) { return CountGpus(why); };
   context.detect_devices = [] { return DetectDevices(); };
   context.run_agent = [](const LaunchRequest& request) { return RunAgent(request); };
+  context.effective_values = [](const Config& config) { return EffectiveConfig(config); };
   const int code = RunCli(args, context);
   std::cout.flush();
   return code;

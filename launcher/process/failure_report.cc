@@ -129,8 +129,4 @@ std::string FormatFailureReport(const std::vector<WorkerFailure>& failures,
   return out;
 }
 
-int ExitCodeFor(const WorkerFailure& root) {
-  return ExitCodeForWorker(root.exit.exit_code, root.exit.signal);
-}
-
 }  // namespace accel::launcher

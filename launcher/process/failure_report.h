@@ -40,10 +40,6 @@ void SortRootCauseFirst(std::vector<WorkerFailure>* failures);
 std::string FormatFailureReport(const std::vector<WorkerFailure>& failures,
                                 absl::string_view title);
 
-// Returns the launcher's exit code for a job whose root cause is `root`: common/exit_codes.h's
-// ExitCodeForWorker of its exit code and signal.
-int ExitCodeFor(const WorkerFailure& root);
-
 }  // namespace accel::launcher
 
 #endif  // ACCEL_LAUNCHER_PROCESS_FAILURE_REPORT_H_

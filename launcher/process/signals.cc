@@ -32,16 +32,18 @@ absl::StatusOr<SignalFd> SignalFd::Create() {
   return out;
 }
 
-int SignalFd::Read() const {
+int SignalFd::Read() const { return ReadInfo().signal; }
+
+SignalFd::Info SignalFd::ReadInfo() const {
   signalfd_siginfo info{};
   ssize_t n;
   do {
     n = ::read(fd_.get(), &info, sizeof(info));
   } while (n < 0 && errno == EINTR);
   if (n != sizeof(info)) {
-    return 0;
+    return {};
   }
-  return static_cast<int>(info.ssi_signo);
+  return {static_cast<int>(info.ssi_signo), info.ssi_code == SI_KERNEL};
 }
 
 }  // namespace accel::launcher

@@ -32,6 +32,13 @@ class SignalFd {
   // Returns the next pending signal number, or 0 when none is pending (never blocks).
   int Read() const;
 
+  struct Info {
+    int signal = 0;            // 0 = none pending
+    bool from_kernel = false;  // sent by the kernel (the terminal's ^C or hangup), not kill(2)
+  };
+  // Returns the next pending signal and who sent it (never blocks).
+  Info ReadInfo() const;
+
  private:
   SignalFd() = default;
   UniqueFd fd_;
