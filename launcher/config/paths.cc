@@ -32,7 +32,7 @@ absl::Status CheckDirectoryCreatable(const std::string& dir) {
   std::vector<std::string> missing;
   struct stat st {};
   while (::stat(path.c_str(), &st) != 0) {
-    if (errno != ENOENT) return Cannot("cannot reach", path, errno);
+    if (errno != ENOENT && errno != ENOTDIR) return Cannot("cannot reach", path, errno);
     missing.push_back(path);
     const std::string parent = Parent(path);
     if (parent == path) break;

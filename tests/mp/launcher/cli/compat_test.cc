@@ -38,17 +38,36 @@ const std::string kAccelerateEnv = kSource + "/tests/testing/accelerate_env.py";
 // either); accelerate_env.py fails unless every one it knows is named by the test.
 std::map<std::string, const char*> NeverSet() {
   std::map<std::string, const char*> unset;
-  for (const char* name :
-       {"ACCELERATE_TORCH_DEVICE", "ACCELERATE_DEBUG_MODE", "ACCELERATE_USE_SAGEMAKER",
-        "ACCELERATE_SAGEMAKER_DISTRIBUTED_TYPE", "ACCELERATE_USE_DEEPSPEED", "ACCELERATE_USE_FSDP",
-        "FSDP_OFFLOAD_PARAMS", "FSDP_STATE_DICT_TYPE", "ACCELERATE_USE_MEGATRON_LM",
-        "ACCELERATE_USE_PARALLELISM_CONFIG", "ACCELERATE_DOWNCAST_BF16",
-        "ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "ACCELERATE_BYPASS_DEVICE_MAP",
-        "ACCELERATE_FP8_BACKEND", "ACCELERATE_CPU_AFFINITY", "FORK_LAUNCHED", "NCCL_P2P_DISABLE",
-        "NCCL_IB_DISABLE", "PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-        "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_RANK",
-        "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE",
-        "MPI_LOCALRANKID", "MPI_LOCALNRANKS"}) {
+  for (const char* name : {"ACCELERATE_TORCH_DEVICE",
+                           "ACCELERATE_DEBUG_MODE",
+                           "ACCELERATE_USE_SAGEMAKER",
+                           "ACCELERATE_SAGEMAKER_DISTRIBUTED_TYPE",
+                           "ACCELERATE_USE_DEEPSPEED",
+                           "ACCELERATE_USE_FSDP",
+                           "FSDP_OFFLOAD_PARAMS",
+                           "FSDP_STATE_DICT_TYPE",
+                           "ACCELERATE_USE_MEGATRON_LM",
+                           "ACCELERATE_USE_PARALLELISM_CONFIG",
+                           "ACCELERATE_DOWNCAST_BF16",
+                           "ACCELERATE_GRADIENT_ACCUMULATION_STEPS",
+                           "ACCELERATE_BYPASS_DEVICE_MAP",
+                           "ACCELERATE_FP8_BACKEND",
+                           "ACCELERATE_CPU_AFFINITY",
+                           "FORK_LAUNCHED",
+                           "NCCL_P2P_DISABLE",
+                           "NCCL_IB_DISABLE",
+                           "PMI_RANK",
+                           "PMI_SIZE",
+                           "OMPI_COMM_WORLD_RANK",
+                           "OMPI_COMM_WORLD_SIZE",
+                           "OMPI_COMM_WORLD_LOCAL_RANK",
+                           "OMPI_COMM_WORLD_LOCAL_SIZE",
+                           "MV2_COMM_WORLD_RANK",
+                           "MV2_COMM_WORLD_SIZE",
+                           "MV2_COMM_WORLD_LOCAL_RANK",
+                           "MV2_COMM_WORLD_LOCAL_SIZE",
+                           "MPI_LOCALRANKID",
+                           "MPI_LOCALNRANKS"}) {
     unset[name] = nullptr;
   }
   return unset;
@@ -119,9 +138,9 @@ TEST_F(CompatTest, ATorchrunCommandLineRunsATorchDistributedScript) {
   RunResult r = Launch({"--nnodes=1", "--nproc-per-node=2", "--master_port", port, kTorchGloo});
   ASSERT_EQ(r.exit_code, kExitOk) << r.out << r.err;
   for (const char* rank : {"0", "1"}) {
-    EXPECT_THAT(r.out, HasSubstr(std::string("[rank ") + rank + "] torch_gloo rank " + rank +
-                                 "/2 local " + rank + " all_reduce 3 expected 3 master_port " +
-                                 port));
+    EXPECT_THAT(r.out,
+                HasSubstr(std::string("[rank ") + rank + "] torch_gloo rank " + rank + "/2 local " +
+                          rank + " all_reduce 3 expected 3 master_port " + port));
   }
 }
 
@@ -136,8 +155,8 @@ TEST_F(CompatTest, AnAccelerateCommandLineRunsATorchDistributedScript) {
 }
 
 TEST_F(CompatTest, TrainBinRunsUnderBothCommandLines) {
-  const std::vector<std::string> train = {TRAIN_BIN_PATH, "--samples", "512", "--hidden", "16",
-                                          "--steps", "4", "--batch-size", "16"};
+  const std::vector<std::string> train = {
+      TRAIN_BIN_PATH, "--samples", "512", "--hidden", "16", "--steps", "4", "--batch-size", "16"};
   std::vector<std::string> torchrun = {"--standalone", "--nproc_per_node", "2"};
   std::vector<std::string> accelerate = {"--multi_gpu", "--num_processes", "2", "--cpu"};
   for (std::vector<std::string> args : {torchrun, accelerate}) {
@@ -163,9 +182,9 @@ TEST_F(CompatTest, OneProcessAcceleratorSeesWhatAccelerateLaunchGivesIt) {
 TEST_F(CompatTest, MultiCpuAcceleratorSeesWhatAccelerateLaunchGivesIt) {
   if (!HaveTorch()) GTEST_SKIP() << "Debian's python3-torch is not installed";
   const std::string port = std::to_string(FreePort());
-  RunResult r = Launch({"--cpu", "--num_processes", "2", "--main_process_port", port,
-                        kAccelerateEnv, ToJson(CpuJob(true, "2", port.c_str())),
-                        "--gradient-accumulation-steps", "4"});
+  RunResult r =
+      Launch({"--cpu", "--num_processes", "2", "--main_process_port", port, kAccelerateEnv,
+              ToJson(CpuJob(true, "2", port.c_str())), "--gradient-accumulation-steps", "4"});
   ASSERT_EQ(r.exit_code, kExitOk) << r.out << r.err;
   for (const char* rank : {"0", "1"}) {
     EXPECT_THAT(r.out, HasSubstr(std::string("[rank ") + rank +
@@ -181,8 +200,8 @@ TEST_F(CompatTest, MultiCpuAcceleratorSeesWhatAccelerateLaunchGivesIt) {
   // under accelerate launch.
   std::map<std::string, const char*> asked = CpuJob(true, "2", "*");
   asked["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] = "2";
-  r = Launch({"--cpu", "--num_processes", "2", "--gradient_accumulation_steps", "2",
-              kAccelerateEnv, ToJson(asked), "--gradient-accumulation-steps", "4"});
+  r = Launch({"--cpu", "--num_processes", "2", "--gradient_accumulation_steps", "2", kAccelerateEnv,
+              ToJson(asked), "--gradient-accumulation-steps", "4"});
   ASSERT_EQ(r.exit_code, kExitOk) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("\"gradient_accumulation_steps\": 2"));
 }
@@ -227,12 +246,13 @@ TEST_F(CompatTest, EveryGoldenAccelerateConfigLaunches) {
 }
 
 TEST_F(CompatTest, TheTwoMachineGoldenConfigLaunchesBothMachines) {
-  const std::string file = kSource + "/tests/testing/accelerate_configs/"
-                                     "accelerate-1.13_two_machines_rank0.yaml";
+  const std::string file = kSource +
+                           "/tests/testing/accelerate_configs/"
+                           "accelerate-1.13_two_machines_rank0.yaml";
   const std::string port = std::to_string(FreePort());
-  std::vector<std::string> args = {kLauncher,           "--config_file", file, "--main_process_ip",
-                                   "127.0.0.1",         "--main_process_port", port,
-                                   "--rdzv_timeout",    "60",         "--machine_rank"};
+  std::vector<std::string> args = {kLauncher,   "--config_file",       file, "--main_process_ip",
+                                   "127.0.0.1", "--main_process_port", port, "--rdzv_timeout",
+                                   "60",        "--machine_rank"};
   const std::vector<std::string> program = {"/bin/sh", "-c", "echo launched $RANK of $WORLD_SIZE"};
   RunResult machine1;
   std::thread other([&] {

@@ -1,10 +1,11 @@
 // The README's exit-code table is the contract: this test reads the table, checks that it lists
 // exactly the codes of common/exit_codes.h, and produces every row with a real launch. A worker's
 // own code (2 and 3 included) never passes through as one of the launcher's.
-#include <signal.h>
+#include "common/exit_codes.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 
 #include <map>
@@ -12,7 +13,6 @@
 #include <sstream>
 #include <string>
 
-#include "common/exit_codes.h"
 #include "common/net.h"
 #include "common/unique_fd.h"
 #include "gmock/gmock.h"
@@ -97,8 +97,8 @@ TEST(ExitCodesTest, ThreeWhenTheRendezvousFails) {
   ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
   ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   ASSERT_EQ(::listen(listener.get(), 1), 0);
-  RunResult r = Launch(
-      {"--num_processes", "2", "--main_process_port", std::to_string(*port), kFake});
+  RunResult r =
+      Launch({"--num_processes", "2", "--main_process_port", std::to_string(*port), kFake});
   EXPECT_EQ(r.exit_code, kExitRendezvous) << r.err;
   EXPECT_THAT(r.err, HasSubstr("is in use"));
 }

@@ -10,9 +10,9 @@
 namespace accel::launcher {
 namespace {
 
+using accel::testing::TempDir;
 using ::testing::HasSubstr;
 using testing::ReadFile;
-using accel::testing::TempDir;
 
 struct Result {
   int code = -1;  // ExitCodeFromWaitStatus of std::system's status

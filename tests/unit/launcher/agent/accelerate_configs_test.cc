@@ -52,7 +52,11 @@ const std::map<std::string, Golden>& Goldens() {
       {"accelerate-1.13_default_config.json", {No(), 1, No()}},
       {"accelerate-1.13_no_distributed_cpu.yaml", {No(), 1, No()}},
       {"accelerate-0.20_no_distributed_gpu_fp16.yaml", {No(), 1, Gpu(1, fp16)}},
-      {"accelerate-1.13_two_machines_rank0.yaml", {Cpu(4), 2, Gpu(4, MixedPrecision::kBf16)}},
+      // bf16 runs on CPU too; only fp16 falls back to fp32 there.
+      {"accelerate-1.13_two_machines_rank0.yaml",
+       {{DistributedType::kMultiCpu, 4, true, MixedPrecision::kBf16},
+        2,
+        Gpu(4, MixedPrecision::kBf16)}},
   };
   return *goldens;
 }

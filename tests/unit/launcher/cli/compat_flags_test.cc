@@ -40,8 +40,8 @@ std::string Problems(const LaunchArgs& args) { return FormatDiagnostics(args.pro
 
 TEST(CompatFlagsTest, ATorchrunCommandLineRunsUnchanged) {
   const LaunchArgs args =
-      Parse({"--nnodes=2", "--nproc-per-node", "4", "--node_rank", "1", "--master_addr",
-             "10.0.0.1", "--master-port=29501", "--max_restarts", "2", "train.py", "--lr", "1"});
+      Parse({"--nnodes=2", "--nproc-per-node", "4", "--node_rank", "1", "--master_addr", "10.0.0.1",
+             "--master-port=29501", "--max_restarts", "2", "train.py", "--lr", "1"});
   EXPECT_EQ(Problems(args), "");
   EXPECT_TRUE(args.torchrun_style);
   EXPECT_EQ(args.nproc_per_node, "4");
@@ -53,8 +53,8 @@ TEST(CompatFlagsTest, ATorchrunCommandLineRunsUnchanged) {
 }
 
 TEST(CompatFlagsTest, RdzvEndpointAndIdAndStandalone) {
-  LaunchArgs args = Parse({"--rdzv_backend", "c10d", "--rdzv_endpoint", "[::1]:29400",
-                           "--rdzv-id", "job7", "p"});
+  LaunchArgs args =
+      Parse({"--rdzv_backend", "c10d", "--rdzv_endpoint", "[::1]:29400", "--rdzv-id", "job7", "p"});
   EXPECT_EQ(Problems(args), "");
   EXPECT_THAT(Values(args),
               ElementsAre("rdzv_backend=c10d", "main_process_ip=::1 (--rdzv_endpoint [::1]:29400)",
@@ -62,8 +62,8 @@ TEST(CompatFlagsTest, RdzvEndpointAndIdAndStandalone) {
                           "run_id=job7 (--rdzv_id job7)"));
   args = Parse({"--standalone", "--nproc_per_node", "2", "--rdzv_endpoint", "h:1", "p"});
   EXPECT_EQ(Problems(args), "");
-  EXPECT_THAT(Values(args), ElementsAre("num_machines=1 (--standalone)",
-                                        "main_process_port=0 (--standalone)"));
+  EXPECT_THAT(Values(args),
+              ElementsAre("num_machines=1 (--standalone)", "main_process_port=0 (--standalone)"));
   EXPECT_THAT(args.notices, ElementsAre(HasSubstr("--rdzv_endpoint h:1 is ignored with "
                                                   "--standalone")));
   args = Parse({"--rdzv_endpoint", "nohost", "p"});
@@ -83,9 +83,9 @@ TEST(CompatFlagsTest, AnElasticRangeIsOneClearError) {
 }
 
 TEST(CompatFlagsTest, SpellingsThatDisagreeNameBoth) {
-  LaunchArgs args = Parse({"--main_process_port", "29500", "--master_port", "29501",
-                           "--num_machines", "1", "--nnodes", "2", "--machine_rank", "0",
-                           "--node_rank", "0", "p"});
+  LaunchArgs args =
+      Parse({"--main_process_port", "29500", "--master_port", "29501", "--num_machines", "1",
+             "--nnodes", "2", "--machine_rank", "0", "--node_rank", "0", "p"});
   EXPECT_EQ(Problems(args),
             "--num_machines 1 and --nnodes 2 disagree (both set num_machines); give one of them\n"
             "--main_process_port 29500 and --master_port 29501 disagree (both set "
@@ -111,18 +111,17 @@ TEST(CompatFlagsTest, PythonProgramOptions) {
 }
 
 TEST(CompatFlagsTest, AccelerateLaunchOptionsBecomeKeys) {
-  LaunchArgs args = Parse({"--num_cpu_threads_per_process", "4", "--dynamo_backend", "inductor",
-                           "--dynamo_mode", "max-autotune", "--dynamo_use_fullgraph",
-                           "--enable_cpu_affinity", "--main_training_function", "run",
-                           "--same_network", "--rdzv_conf", "join_timeout=60,read_timeout=5", "-q",
-                           "p"});
+  LaunchArgs args =
+      Parse({"--num_cpu_threads_per_process", "4", "--dynamo_backend", "inductor", "--dynamo_mode",
+             "max-autotune", "--dynamo_use_fullgraph", "--enable_cpu_affinity",
+             "--main_training_function", "run", "--same_network", "--rdzv_conf",
+             "join_timeout=60,read_timeout=5", "-q", "p"});
   EXPECT_EQ(Problems(args), "");
   EXPECT_THAT(Values(args),
               ElementsAre("dynamo_backend=inductor", "dynamo_mode=max-autotune",
                           "dynamo_use_fullgraph=true", "enable_cpu_affinity=true",
                           "main_training_function=run", "num_cpu_threads_per_process=4",
-                          "same_network=true",
-                          "rdzv_timeout=60 (--rdzv_conf join_timeout=60)"));
+                          "same_network=true", "rdzv_timeout=60 (--rdzv_conf join_timeout=60)"));
   EXPECT_THAT(args.notices, ElementsAre(HasSubstr("--rdzv_conf read_timeout=5 has no effect")));
   EXPECT_THAT(Problems(Parse({"--rdzv_conf", "oops", "p"})),
               HasSubstr("--rdzv_conf oops: expected key=value pairs"));

@@ -289,12 +289,13 @@ TEST(ConfigLoaderTest, JsonAsAccelerateConfigDefaultWritesIt) {
     EXPECT_EQ(c.mixed_precision, MixedPrecision::kBf16);
     EXPECT_EQ(c.num_processes, 2);
     EXPECT_TRUE(c.use_cpu);
-    EXPECT_EQ(sources.at("num_processes").line, 7);
+    EXPECT_EQ(sources.at("num_processes").line, 8);
   }
-  EXPECT_EQ(FormatDiagnostics(ApplyConfigText("bad.json", "{\"num_processes\": 2,,}", &c, &sources)),
-            "bad.json:1:21: malformed JSON: illegal flow end\n"
-            "{\"num_processes\": 2,,}\n"
-            "                    ^\n");
+  EXPECT_EQ(
+      FormatDiagnostics(ApplyConfigText("bad.json", "{\"num_processes\": 2\n", &c, &sources)),
+      "bad.json:1:20: malformed JSON: end of map flow not found\n"
+      "{\"num_processes\": 2\n"
+      "                   ^\n");
 }
 
 TEST(ConfigLoaderTest, AnEmptyFileIsSaidToBeEmpty) {

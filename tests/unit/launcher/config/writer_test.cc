@@ -38,10 +38,10 @@ TEST(ConfigWriterTest, AwkwardStringsRoundTrip) {
 // Plain scalars PyYAML (YAML 1.1) would read as something else are quoted; others are not.
 TEST(ConfigWriterTest, QuotesWhatPyYamlWouldNotReadAsAString) {
   for (const char* other : {"NO", "no", "Off", "yes", "~", "null", "0", "1_000", "0x1F", "017",
-                            "1:30", "1.5", ".5", "1e3", ".inf", "2024-01-02", "=", "<<"}) {
+                            "1:30", "1.5", ".5", ".inf", "2024-01-02", "=", "<<"}) {
     EXPECT_EQ(YamlQuote(other).front(), '\'') << other;
   }
-  for (const char* plain : {"MULTI_GPU", "LOCAL_MACHINE", "all", "0,1", "10.0.0.1", "static",
+  for (const char* plain : {"1e3" /* PyYAML's floats need a dot */, "MULTI_GPU", "LOCAL_MACHINE", "all", "0,1", "10.0.0.1", "static",
                             "main", "fp16", "/tmp/logs", "node-1"}) {
     EXPECT_EQ(YamlQuote(plain), plain);
   }
