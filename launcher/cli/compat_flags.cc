@@ -240,6 +240,26 @@ void TranslateTorchrunKeys(const CompatArgs& args, Translated* out) {
   }
 }
 
+// torchrun's --numa_binding pins each worker near its GPU; accel-launch's CPU shares by NUMA node
+// are the nearest thing. The options torchrun has for its own logging and signals do nothing here.
+void TranslateTorchrunExtras(const CompatArgs& args, Translated* out) {
+  if (!args.numa_binding.empty()) {
+    out->flags.push_back(
+        {"enable_cpu_affinity", "true", absl::StrCat("--numa_binding ", args.numa_binding)});
+    out->notices.push_back(absl::StrCat("--numa_binding ", args.numa_binding,
+                                        " is applied as enable_cpu_affinity: each local rank gets "
+                                        "its own share of the CPUs, NUMA node by NUMA node"));
+  }
+  for (const auto& [name, value] :
+       {std::pair<const char*, const std::string&>{"--event_log_handler", args.event_log_handler},
+        {"--logs_specs", args.logs_specs},
+        {"--signals_to_handle", args.signals_to_handle}}) {
+    if (!value.empty()) {
+      out->notices.push_back(absl::StrCat(name, " ", value, " has no effect in accel-launch"));
+    }
+  }
+}
+
 // Refuses accelerate's switches for what accel-launch does not run, and bad option pairs.
 void CheckUnsupported(const CompatArgs& args, Translated* out) {
   const std::pair<bool, const char*> unsupported[] = {
@@ -264,7 +284,8 @@ bool TorchrunStyle(const CompatArgs& args, const std::vector<FlagValue>& key_fla
   bool style = args.standalone || args.run_path;
   for (const std::string* value :
        {&args.nproc_per_node, &args.nnodes, &args.node_rank, &args.master_addr, &args.master_port,
-        &args.rdzv_endpoint, &args.rdzv_id, &args.redirects, &args.start_method, &args.role}) {
+        &args.rdzv_endpoint, &args.rdzv_id, &args.redirects, &args.start_method, &args.role,
+        &args.numa_binding, &args.event_log_handler, &args.logs_specs, &args.signals_to_handle}) {
     style = style || !value->empty();
   }
   for (const FlagValue& flag : key_flags) style = style || flag.key == "local_ranks_filter";
@@ -315,6 +336,15 @@ void AddCompatOptions(CLI::App* app, const std::string& group, CompatArgs* args,
   }
   AddString(app, group, "redirects", "-r", "torchrun's: 0..3; with log_dir, 3 = files only",
             &args->redirects, names, value_options);
+  AddString(app, group, "numa_binding", "", "torchrun's: pins workers as enable_cpu_affinity",
+            &args->numa_binding, names, value_options);
+  const std::pair<const char*, std::string*> ignored[] = {
+      {"event_log_handler", &args->event_log_handler},
+      {"logs_specs", &args->logs_specs},
+      {"signals_to_handle", &args->signals_to_handle}};
+  for (const auto& [name, value] : ignored) {
+    AddString(app, group, name, "", "torchrun's; accepted, no effect", value, names, value_options);
+  }
   AddFlag(app, group, "tpu", "", "accelerate's; not supported", &args->tpu, names);
   AddFlag(app, group, "use_deepspeed", "", "accelerate's; not supported", &args->use_deepspeed,
           names);
@@ -327,10 +357,19 @@ CompatResult TranslateCompat(const CompatArgs& args, const std::vector<FlagValue
   CompatResult result;
   result.torchrun_style = TorchrunStyle(args, key_flags);
   result.nproc_per_node = args.nproc_per_node;
+  bool num_processes_given = false;
+  for (const FlagValue& flag : key_flags) {
+    num_processes_given = num_processes_given || flag.key == "num_processes";
+  }
+  // torchrun runs one process per machine unless told otherwise, whatever a config file says.
+  if (result.torchrun_style && result.nproc_per_node.empty() && !num_processes_given) {
+    result.nproc_per_node = "1";
+  }
   result.flags = TeeAsSwitch(key_flags, &result.notices);
   Translated translated;
   CheckUnsupported(args, &translated);
   TranslateTorchrunKeys(args, &translated);
+  TranslateTorchrunExtras(args, &translated);
   TranslateStreams(args, key_flags, &translated);
   if (!args.rdzv_conf.empty()) TranslateRdzvConf(args.rdzv_conf, &translated);
   CheckAgreement(result.flags, translated.flags, &result.problems);

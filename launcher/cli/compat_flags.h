@@ -2,9 +2,10 @@
 // config keys that flags.cc registers from the schema:
 //   - launch options that are not config keys: -m/--module, --no_python, --run_path, -q/--quiet,
 //     --rdzv_conf, --start_method, --role;
-//   - torchrun's names for config keys: --nproc_per_node (per machine), --nnodes, --node_rank,
-//     --master_addr, --master_port, --standalone, --rdzv_endpoint, --rdzv_id, --redirects/-r and
-//     --tee/-t's values 0..3;
+//   - torchrun's names for config keys: --nproc_per_node (per machine; 1 when a torchrun command
+//     line does not say, as torchrun), --nnodes, --node_rank, --master_addr, --master_port,
+//     --standalone, --rdzv_endpoint, --rdzv_id, --numa_binding, --redirects/-r and --tee/-t's
+//     values 0..3; --event_log_handler, --logs_specs and --signals_to_handle have no effect;
 //   - accelerate's switches for what accel-launch does not run (--tpu, --use_deepspeed, ...),
 //     refused with a clear message instead of "unknown option".
 // Both '_' and '-' spellings are accepted. A torchrun spelling and an accelerate spelling of the
@@ -40,6 +41,8 @@ struct CompatArgs {
   std::string rdzv_endpoint;
   std::string rdzv_id;
   std::string redirects;
+  std::string numa_binding;  // torchrun's: pins like enable_cpu_affinity
+  std::string event_log_handler, logs_specs, signals_to_handle;  // torchrun's; no effect here
   bool tpu = false;
   bool use_deepspeed = false;
   bool use_fsdp = false;

@@ -146,6 +146,21 @@ TEST(CompatFlagsTest, TeeAndRedirectsTakeTorchrunsValues) {
   EXPECT_THAT(Problems(Parse({"--redirects", "7", "p"})), HasSubstr("--redirects 7: expected"));
 }
 
+TEST(CompatFlagsTest, ATorchrunCommandLineRunsOneProcessPerMachineUnlessToldOtherwise) {
+  EXPECT_EQ(Parse({"--standalone", "script.py"}).nproc_per_node, "1");
+  EXPECT_EQ(Parse({"--standalone", "--num_processes", "4", "script.py"}).nproc_per_node, "");
+  EXPECT_EQ(Parse({"--num_processes", "4", "script.py"}).nproc_per_node, "");  // accelerate's
+}
+
+TEST(CompatFlagsTest, TorchrunsNumaBindingPinsAndItsLoggingOptionsDoNothing) {
+  const LaunchArgs args = Parse(
+      {"--numa-binding", "node", "--signals_to_handle", "SIGUSR1", "--nproc_per_node", "2", "p"});
+  EXPECT_EQ(Problems(args), "");
+  EXPECT_THAT(Values(args), ElementsAre("enable_cpu_affinity=true (--numa_binding node)"));
+  EXPECT_THAT(args.notices, ElementsAre(HasSubstr("applied as enable_cpu_affinity"),
+                                        HasSubstr("--signals_to_handle SIGUSR1 has no effect")));
+}
+
 TEST(CompatFlagsTest, StdSpecs) {
   for (const char* spec : {"0", "3", "0:1", "0:1,1:3"}) EXPECT_TRUE(IsStdSpec(spec)) << spec;
   for (const char* spec : {"", "4", "a", "0:4", "0:1,"}) EXPECT_FALSE(IsStdSpec(spec)) << spec;
