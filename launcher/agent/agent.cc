@@ -53,9 +53,6 @@ class Agent {
   // Fills the plan's settings that come from the command line and this machine (torchrun style,
   // role, explicit accumulation, cores, CPU shares, the fixed MASTER_PORT).
   void CompletePlan();
-  // Checks that main_process_port is free on this machine when it is MASTER_PORT here. Returns
-  // false, having said why, when it is in use.
-  bool CheckMasterPort() const;
   // Returns true when the job is one process with nothing to watch (single_worker.h).
   bool RunsAsSingleWorker() const;
   // Runs the only worker of a one-process job (no rendezvous) as its parent.
@@ -128,7 +125,8 @@ std::optional<int> Agent::Prepare() {
     return kExitUsage;
   }
   command_ = *std::move(command);
-  if (!CheckMasterPort()) {
+  if (absl::Status port = CheckMasterPort(plan_, kLoopback); !port.ok()) {
+    Notice(port.message());
     return kExitRendezvous;
   }
   auto rdzv = AgentRendezvous::Create(config_, plan_, host_, request_.dry_run);
@@ -158,17 +156,6 @@ void Agent::CompletePlan() {
     plan_.cpu_sets = CpuShares(NumaNodes("/sys", AllowedCpus()), plan_.nproc_per_machine);
   }
   if (plan_.num_machines == 1) plan_.fixed_master_port = config_.main_process_port;
-}
-
-bool Agent::CheckMasterPort() const {
-  // MASTER_PORT exists for several processes or a torchrun command line (worker_env.h).
-  if (plan_.fixed_master_port <= 0 || !plan_.torchrun_env) return true;
-  const absl::Status free = CheckPortFree(kLoopback, plan_.fixed_master_port);
-  if (free.ok()) return true;
-  Notice(absl::StrCat("rendezvous: main_process_port ", plan_.fixed_master_port,
-                      " is MASTER_PORT on this machine, but ", free.message(),
-                      " (choose another port, or 0 for a free one)"));
-  return false;
 }
 
 bool Agent::PlanJob() {
