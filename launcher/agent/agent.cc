@@ -18,6 +18,7 @@
 #include "common/seconds.h"
 #include "launcher/agent/command.h"
 #include "launcher/agent/cpu_affinity.h"
+#include "launcher/agent/master_port.h"
 #include "launcher/agent/plan.h"
 #include "launcher/agent/rendezvous.h"
 #include "launcher/agent/single_worker.h"

@@ -89,12 +89,6 @@ class AgentRendezvous {
   absl::Time event_time_ ABSL_GUARDED_BY(mu_);
 };
 
-// Returns OK unless the plan's fixed MASTER_PORT (main_process_port on one machine; there only
-// when the workers get torchrun's variables) is in use on `host`: then FAILED_PRECONDITION
-// "rendezvous: main_process_port N is MASTER_PORT on this machine, but port N on HOST is in use
-// (...)". The workers' own c10d store binds it, so it is checked before anything starts.
-absl::Status CheckMasterPort(const LaunchPlan& plan, const std::string& host);
-
 // Returns what this machine sends to Join: its share of the plan (after device fallbacks), its
 // host and address, and the fingerprint of the settings every machine must agree on.
 rendezvous::JoinRequest MakeJoinRequest(const Config& config, const LaunchPlan& plan,

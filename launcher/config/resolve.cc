@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -29,7 +31,7 @@ std::string Home(const EnvLookup& env) {
   return home && !home->empty() ? *home : "";
 }
 
-// Sets the defaults for this machine's hardware and returns the notice listing them.
+// Sets the defaults for this machine's hardware and returns the start of the notice that says so.
 std::string ApplyHardwareDefaults(const ResolveOptions& options, const ConfigLookup& lookup,
                                   Config* config, SourceMap* sources) {
   // The reason there is no GPU is the agent's notice to give; this one only lists the defaults.
@@ -41,11 +43,28 @@ std::string ApplyHardwareDefaults(const ResolveOptions& options, const ConfigLoo
   }
   const std::string found = gpus > 0 ? absl::StrCat(gpus, " GPU(s)") : std::string("no GPU");
   return absl::StrCat("no config file (looked in ", absl::StrJoin(lookup.tried, ", "),
-                      "); using defaults for this machine, ", found,
-                      ": distributed_type=", ToString(config->distributed_type),
-                      " num_processes=", config->num_processes,
-                      " mixed_precision=", ToString(config->mixed_precision),
-                      " (write a file with `accel-launch config`)");
+                      "); using defaults for this machine, ", found);
+}
+
+// Returns "distributed_type=NO num_processes=1 mixed_precision=no" for the keys that still hold
+// this machine's defaults once every source is applied, so that the notice never lists a value
+// the options replaced (distributed_type follows num_processes: it is listed only with it).
+std::string DefaultsLeft(const ResolvedConfig& out) {
+  auto is_default = [&out](const char* key) {
+    auto it = out.sources.find(key);
+    return it == out.sources.end() || it->second.kind == ValueOrigin::Kind::kDefault ||
+           it->second.kind == ValueOrigin::Kind::kHardware;
+  };
+  std::vector<std::string> left;
+  const bool processes = is_default("num_processes");
+  if (processes && is_default("distributed_type")) {
+    left.push_back(absl::StrCat("distributed_type=", ToString(out.config.distributed_type)));
+  }
+  if (processes) left.push_back(absl::StrCat("num_processes=", out.config.num_processes));
+  if (is_default("mixed_precision")) {
+    left.push_back(absl::StrCat("mixed_precision=", ToString(out.config.mixed_precision)));
+  }
+  return absl::StrJoin(left, " ");
 }
 
 // Applies one text value from the environment, the scheduler or the command line.
@@ -236,8 +255,9 @@ ResolvedConfig ResolveConfig(const ResolveOptions& options) {
   const ConfigLookup lookup = FindConfigFile(options.config_file, options.env);
   out.path = lookup.path;
   bool empty = false;
+  std::string defaults_notice;  // completed once every source is applied
   if (lookup.path.empty()) {
-    out.notices.push_back(ApplyHardwareDefaults(options, lookup, &out.config, &out.sources));
+    defaults_notice = ApplyHardwareDefaults(options, lookup, &out.config, &out.sources);
   } else {
     std::vector<Diagnostic> file_problems =
         ApplyConfigFile(lookup.path, &out.config, &out.sources, &empty);
@@ -246,11 +266,8 @@ ResolvedConfig ResolveConfig(const ResolveOptions& options) {
   if (empty) {
     // Like no file at all, but say which file was read.
     ApplyHardwareDefaults(options, lookup, &out.config, &out.sources);
-    out.notices.push_back(absl::StrCat(
-        "config file ", lookup.path,
-        " is empty: using defaults for this machine, distributed_type=",
-        ToString(out.config.distributed_type), " num_processes=", out.config.num_processes,
-        " mixed_precision=", ToString(out.config.mixed_precision)));
+    defaults_notice =
+        absl::StrCat("config file ", lookup.path, " is empty: using defaults for this machine");
   }
   if (options.detect_scheduler) ApplyScheduler(options, &out);
   for (const KeySpec& spec : Schema()) {
@@ -278,6 +295,12 @@ ResolvedConfig ResolveConfig(const ResolveOptions& options) {
                       options.flag_problems.end());
   ApplyProcessesPerNode(options, &out);
   Normalize(&out);
+  if (!defaults_notice.empty()) {
+    const std::string left = DefaultsLeft(out);
+    if (!left.empty()) absl::StrAppend(&defaults_notice, empty ? ", " : ": ", left);
+    if (!empty) absl::StrAppend(&defaults_notice, " (write a file with `accel-launch config`)");
+    out.notices.insert(out.notices.begin(), defaults_notice);
+  }
   ResolveInterface(&out);
   std::vector<Diagnostic> invalid = ValidateConfig(out.config, out.sources);
   out.problems.insert(out.problems.end(), invalid.begin(), invalid.end());

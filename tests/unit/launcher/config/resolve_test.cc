@@ -83,6 +83,28 @@ TEST(ConfigResolveTest, NoFileUsesHardwareDefaultsWithOneNotice) {
   EXPECT_FALSE(four.config.use_cpu);
 }
 
+TEST(ConfigResolveTest, TheDefaultsNoticeListsOnlyTheDefaultsTheOptionsLeave) {
+  TempDir dir;
+  ResolveOptions options = Options({{"HOME", dir.path()}}, /*gpus=*/0);
+  options.flags = {{"num_processes", "2", "--nproc_per_node 2"}};
+  ResolvedConfig r = ResolveConfig(options);
+  EXPECT_TRUE(r.problems.empty()) << FormatDiagnostics(r.problems);
+  ASSERT_EQ(r.notices.size(), 1u);
+  // Not "distributed_type=NO num_processes=1": two processes run, as the plan says next.
+  EXPECT_EQ(r.notices[0], "no config file (looked in " + dir.path() +
+                              "/.config/accel-launch/default_config.yaml, " + dir.path() +
+                              "/.cache/huggingface/accelerate/default_config.yaml); using "
+                              "defaults for this machine, no GPU: mixed_precision=no (write a "
+                              "file with `accel-launch config`)");
+
+  options.flags.push_back({"mixed_precision", "bf16", ""});
+  r = ResolveConfig(options);
+  ASSERT_EQ(r.notices.size(), 1u);
+  EXPECT_EQ(r.notices[0].find("mixed_precision="), std::string::npos) << r.notices[0];
+  EXPECT_NE(r.notices[0].find("using defaults for this machine, no GPU (write"), std::string::npos)
+      << r.notices[0];
+}
+
 TEST(ConfigResolveTest, CommandLineBeatsEnvironmentBeatsFile) {
   TempDir dir;
   const std::string file =
