@@ -190,6 +190,10 @@ TEST_F(CliBinaryTest, DryRunAndValidateTellTheTruth) {
     // Notices say once what runs: no "becomes MULTI_GPU" next to "running on CPU".
     EXPECT_THAT(plan.err, ::testing::Not(HasSubstr("becomes MULTI_GPU")));
     EXPECT_THAT(plan.err, HasSubstr("running on CPU (MULTI_CPU over gloo instead of MULTI_GPU)"));
+    // No config file here: its notice lists no default the options replaced.
+    EXPECT_THAT(plan.err, HasSubstr("no config file"));
+    EXPECT_THAT(plan.err, ::testing::Not(HasSubstr("num_processes=1")));
+    EXPECT_THAT(plan.err, ::testing::Not(HasSubstr("distributed_type=NO")));
   }
 }
 
