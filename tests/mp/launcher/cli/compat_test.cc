@@ -8,8 +8,10 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "common/unique_fd.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "launcher/agent/cpu_affinity.h"
 #include "launcher/agent/plan.h"
 #include "launcher/agent/worker_env.h"
 #include "tests/testing/files.h"
@@ -267,6 +270,32 @@ TEST_F(CompatTest, TheTwoMachineGoldenConfigLaunchesBothMachines) {
   EXPECT_EQ(machine1.exit_code, kExitOk) << machine1.err;
   EXPECT_THAT(machine0.out, HasSubstr("[rank 1] launched 1 of 4"));
   EXPECT_THAT(machine1.out, HasSubstr("[rank 3] launched 3 of 4"));
+}
+
+TEST_F(CompatTest, EnableCpuAffinityPinsEachLocalRankToItsOwnCpus) {
+  const std::vector<int> allowed = launcher::AllowedCpus();
+  if (allowed.size() < 2) GTEST_SKIP() << "one CPU: the two ranks would share it";
+  RunResult r = Launch({"--cpu", "--num_processes", "2", "--enable_cpu_affinity", "/bin/sh", "-c",
+                        "echo affinity=$ACCELERATE_CPU_AFFINITY "
+                        "cpus=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)"},
+                       absl::Seconds(60));
+  ASSERT_EQ(r.exit_code, kExitOk) << r.err;
+  const std::vector<std::vector<int>> shares =
+      launcher::CpuShares(launcher::NumaNodes("/sys", allowed), 2);
+  std::vector<std::vector<int>> seen(2);
+  const std::regex line(R"(\[rank ([01])\] affinity=1 cpus=([0-9,-]+))");
+  for (std::sregex_iterator m(r.out.begin(), r.out.end(), line), end; m != end; ++m) {
+    absl::StatusOr<std::vector<int>> cpus = launcher::ParseCpuList((*m)[2].str());
+    ASSERT_TRUE(cpus.ok()) << cpus.status();
+    seen[std::stoi((*m)[1].str())] = *cpus;
+  }
+  EXPECT_EQ(seen, shares) << r.out;
+  // Two ranks, at least two CPUs: no CPU is shared.
+  for (int cpu : seen[0]) {
+    EXPECT_EQ(std::count(seen[1].begin(), seen[1].end(), cpu), 0) << r.out;
+  }
+  EXPECT_FALSE(seen[0].empty());
+  EXPECT_FALSE(seen[1].empty());
 }
 
 TEST_F(CompatTest, MainProcessPortInUseIsARendezvousFailure) {
