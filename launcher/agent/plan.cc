@@ -178,7 +178,19 @@ std::string FormatPlan(const LaunchPlan& plan, const std::vector<std::string>& a
       " backend ", plan.backend, "\n");
   absl::StrAppend(&out, "  distributed type:    ", ToString(plan.distributed_type), "\n");
   absl::StrAppend(&out, "  precision:           ", ToString(plan.precision), "\n");
-  absl::StrAppend(&out, "  accumulation steps:  ", plan.gradient_accumulation_steps, "\n");
+  // Exported only when set (worker_env.h); otherwise a script's own value applies.
+  absl::StrAppend(&out, "  accumulation steps:  ",
+                  plan.set_gradient_accumulation
+                      ? absl::StrCat(plan.gradient_accumulation_steps)
+                      : absl::StrCat("the program's own (not set on the launcher)"),
+                  "\n");
+  if (plan.torchrun_env) {
+    std::string port = "a free port";
+    if (plan.num_machines > 1) absl::StrAppend(&port, " on machine 0");
+    if (plan.fixed_master_port > 0)
+      port = absl::StrCat(plan.fixed_master_port, " (main_process_port)");
+    absl::StrAppend(&out, "  MASTER_PORT:         ", port, "\n");
+  }
   absl::StrAppend(&out, "  rendezvous:          ",
                   plan.single_process ? "none (single process)" : plan.rendezvous_endpoint, "\n");
   absl::StrAppend(&out, "  max restarts:        ", plan.max_restarts, "\n");

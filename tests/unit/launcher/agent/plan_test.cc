@@ -157,6 +157,7 @@ TEST(PlanTest, FormatPlanNamesEverythingTheUserNeeds) {
   auto plan = MakePlan(c, 0, "");
   ASSERT_TRUE(plan.ok());
   plan->rendezvous_endpoint = "10.0.0.1:29500";
+  plan->set_gradient_accumulation = true;  // the agent knows it came from the user
   const std::string text = FormatPlan(*plan, {"train.bin", "--epochs", "3"});
   EXPECT_THAT(text, HasSubstr("machines:            2 (this is machine 1)"));
   EXPECT_THAT(text, HasSubstr("processes/machine:   2 (world size 4)"));
@@ -167,6 +168,28 @@ TEST(PlanTest, FormatPlanNamesEverythingTheUserNeeds) {
   EXPECT_THAT(text, HasSubstr("accumulation steps:  8"));
   EXPECT_THAT(text, HasSubstr("rendezvous:          10.0.0.1:29500"));
   EXPECT_THAT(text, HasSubstr("train.bin --epochs 3"));
+  EXPECT_THAT(text, HasSubstr("MASTER_PORT:         a free port on machine 0\n"));
+}
+
+TEST(PlanTest, FormatSaysWhatTheWorkersGetForTheirOwnSettings) {
+  Config c;
+  c.use_cpu = true;
+  auto plan = MakePlan(c, 0, "");
+  ASSERT_TRUE(plan.ok());
+  // One process under accelerate's words: no MASTER_PORT, and the program's own accumulation.
+  std::string text = FormatPlan(*plan, {"train.py"});
+  EXPECT_THAT(text,
+              HasSubstr("accumulation steps:  the program's own (not set on the launcher)\n"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("MASTER_PORT")));
+  plan->set_gradient_accumulation = true;
+  plan->gradient_accumulation_steps = 4;
+  plan->torchrun_env = true;
+  plan->fixed_master_port = 29555;
+  text = FormatPlan(*plan, {"train.py"});
+  EXPECT_THAT(text, HasSubstr("accumulation steps:  4\n"));
+  EXPECT_THAT(text, HasSubstr("MASTER_PORT:         29555 (main_process_port)\n"));
+  plan->fixed_master_port = 0;
+  EXPECT_THAT(FormatPlan(*plan, {"train.py"}), HasSubstr("MASTER_PORT:         a free port\n"));
 }
 
 }  // namespace
