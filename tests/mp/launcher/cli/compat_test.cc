@@ -315,6 +315,15 @@ TEST_F(CompatTest, MainProcessPortInUseIsARendezvousFailure) {
     EXPECT_EQ(r.exit_code, kExitRendezvous) << dry << r.err;
     EXPECT_THAT(r.err, HasSubstr(in_use)) << dry;
   }
+  // Machine 0 of two: the port is its rendezvous server's, said plainly, not in gRPC's log lines.
+  const std::string p = std::to_string(port);
+  RunResult two = Launch(
+      {"--cpu", "--num_machines", "2", "--machine_rank", "0", "--main_process_ip", "127.0.0.1",
+       "--main_process_port", p, "--num_processes", "2", "--rdzv_timeout", "5", "/bin/true"},
+      absl::Seconds(30));
+  EXPECT_EQ(two.exit_code, kExitRendezvous) << two.err;
+  EXPECT_THAT(two.err, HasSubstr("start rendezvous server on main_process_port " + p + ": port " +
+                                 p + " on 0.0.0.0 is in use"));
 }
 
 }  // namespace
