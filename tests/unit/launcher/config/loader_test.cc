@@ -291,11 +291,10 @@ TEST(ConfigLoaderTest, JsonAsAccelerateConfigDefaultWritesIt) {
     EXPECT_TRUE(c.use_cpu);
     EXPECT_EQ(sources.at("num_processes").line, 8);
   }
-  EXPECT_EQ(
-      FormatDiagnostics(ApplyConfigText("bad.json", "{\"num_processes\": 2\n", &c, &sources)),
-      "bad.json:1:20: malformed JSON: end of map flow not found\n"
-      "{\"num_processes\": 2\n"
-      "                   ^\n");
+  EXPECT_EQ(FormatDiagnostics(ApplyConfigText("bad.json", "{\"num_processes\": 2\n", &c, &sources)),
+            "bad.json:1:20: malformed JSON: end of map flow not found\n"
+            "{\"num_processes\": 2\n"
+            "                   ^\n");
 }
 
 TEST(ConfigLoaderTest, AnEmptyFileIsSaidToBeEmpty) {

@@ -41,8 +41,9 @@ TEST(ConfigWriterTest, QuotesWhatPyYamlWouldNotReadAsAString) {
                             "1:30", "1.5", ".5", ".inf", "2024-01-02", "=", "<<"}) {
     EXPECT_EQ(YamlQuote(other).front(), '\'') << other;
   }
-  for (const char* plain : {"1e3" /* PyYAML's floats need a dot */, "MULTI_GPU", "LOCAL_MACHINE", "all", "0,1", "10.0.0.1", "static",
-                            "main", "fp16", "/tmp/logs", "node-1"}) {
+  for (const char* plain :
+       {"1e3" /* PyYAML's floats need a dot */, "MULTI_GPU", "LOCAL_MACHINE", "all", "0,1",
+        "10.0.0.1", "static", "main", "fp16", "/tmp/logs", "node-1"}) {
     EXPECT_EQ(YamlQuote(plain), plain);
   }
 }
