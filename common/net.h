@@ -1,10 +1,12 @@
-// PickFreePort: a TCP port for a server that cannot bind port 0 itself (MASTER_PORT for torch
-// scripts, a single process's job). LocalAddressFor: whether an address is this machine's.
+// Ports for servers this launcher does not run itself: PickFreePort (MASTER_PORT for torch scripts,
+// a single process's job) and CheckPortFree (main_process_port on one machine, before launching).
+// LocalAddressFor: whether an address is this machine's.
 #ifndef ACCEL_COMMON_NET_H_
 #define ACCEL_COMMON_NET_H_
 
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace accel {
@@ -21,6 +23,11 @@ absl::StatusOr<int> PickFreePort(const std::string& host);
 // another machine's, or reached through NAT), naming what `host` resolved to; the resolver's
 // error when the name does not resolve.
 absl::StatusOr<std::string> LocalAddressFor(const std::string& host);
+// Returns OK when a server could bind TCP `port` on `host` now (with SO_REUSEADDR, as torch's
+// TCPStore binds, so a port in TIME_WAIT counts as free). FAILED_PRECONDITION "port N on HOST is
+// in use" when something listens there; other bind errors as "check port N on HOST: <errno>".
+// `host` as for PickFreePort.
+absl::Status CheckPortFree(const std::string& host, int port);
 
 }  // namespace accel
 

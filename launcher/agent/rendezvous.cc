@@ -154,6 +154,13 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
   const bool single_machine = plan.num_machines == 1;
   const int port =
       config.main_process_port > 0 ? config.main_process_port : defaults::kMainProcessPort;
+
+  if (!single_machine && plan.machine_rank == 0) {
+    // Said plainly here rather than in gRPC's own log lines when the server cannot bind.
+    if (absl::Status free = CheckPortFree("0.0.0.0", port); !free.ok()) {
+      return Annotate(free, absl::StrCat("start rendezvous server on main_process_port ", port));
+    }
+  }
   const absl::Duration rdzv_timeout = absl::FromChrono(FromSeconds(config.rdzv_timeout_s));
   std::string endpoint =
       single_machine ? "127.0.0.1:<free port>" : rendezvous::HostPort(config.main_process_ip, port);
@@ -350,8 +357,7 @@ int AgentRendezvous::FinishDone(std::int64_t attempt, const SignalFd& signals,
       absl::StrCat(kLogPrefix,
                    lost ? "local workers finished, but the rendezvous host was lost:"
                         : "local workers finished, but the job was aborted, root cause:")));
-  const int code = event_->root_cause.exit_code;
-  return lost ? kExitRendezvous : ExitCodeForWorker(code, event_->root_cause.signal);
+  return lost ? kExitRendezvous : kExitWorkerFailed;
 }
 
 std::optional<rendezvous::Event> AgentRendezvous::AwaitEvent(absl::Duration timeout) const {
@@ -403,7 +409,7 @@ int AgentRendezvous::RemoteExitCode() const {
   if (event_->kind == rendezvous::Event::Kind::kServerLost) {
     return kExitRendezvous;
   }
-  return ExitCodeForWorker(event_->root_cause.exit_code, event_->root_cause.signal);
+  return kExitWorkerFailed;
 }
 
 }  // namespace accel::launcher

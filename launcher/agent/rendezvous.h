@@ -66,7 +66,7 @@ class AgentRendezvous {
   // Tells the server a worker could not be started.
   void ReportSpawnFailure(std::int64_t attempt, const absl::Status& error);
   // Reports that every local worker exited 0, then waits (interruptibly) for the job's end:
-  // returns kExitOk on done, ExitCodeForWorker of the root cause when another machine failed,
+  // returns kExitOk on done, kExitWorkerFailed when another machine failed,
   // kExitRendezvous when the report failed or the server was lost (common/exit_codes.h).
   int FinishDone(std::int64_t attempt, const SignalFd& signals, AbortChannel& abort);
 
@@ -81,7 +81,7 @@ class AgentRendezvous {
   bool restart_requested() const;
   // Returns the root cause of an abort event as a report row.
   WorkerFailure RemoteRootCause() const;
-  // Returns the launcher exit code for the abort event: ExitCodeForWorker of the root cause,
+  // Returns the launcher exit code for the abort event: kExitWorkerFailed for a failed worker,
   // kExitRendezvous when the server was lost.
   int RemoteExitCode() const;
 

@@ -57,10 +57,14 @@ ResolvedConfig Resolve(const LaunchArgs& args, const CliContext& context) {
   ResolveOptions options;
   options.config_file = args.config_file;
   options.flags = args.flags;
+  options.nproc_per_node = args.nproc_per_node;
+  options.flag_problems = args.problems;
   options.env = context.env;
   options.count_gpus = context.count_gpus;
   options.detect_scheduler = context.detect_scheduler;
-  return ResolveConfig(options);
+  ResolvedConfig resolved = ResolveConfig(options);
+  resolved.notices.insert(resolved.notices.begin(), args.notices.begin(), args.notices.end());
+  return resolved;
 }
 
 // Prints notices; with problems prints them all and returns false.
@@ -78,6 +82,7 @@ bool Report(const ResolvedConfig& resolved, const CliContext& context, absl::str
 
 int Launch(const std::vector<std::string>& args, const CliContext& context) {
   FlagSet set{"accel-launch launch", "Launch PROGRAM on this machine's share of the job."};
+  set.compat = true;
   LaunchArgs parsed;
   if (int code = Parse(set, args, context, &parsed); code >= 0) return code;
   if (parsed.program.empty()) {
@@ -90,6 +95,15 @@ int Launch(const std::vector<std::string>& args, const CliContext& context) {
   request.config = std::move(resolved.config);
   request.config_path = resolved.path;
   request.argv = std::move(parsed.program);
+  request.module = parsed.module;
+  request.no_python = parsed.no_python;
+  request.run_path = parsed.run_path;
+  request.torchrun_style = parsed.torchrun_style;
+  request.role = parsed.role;
+  auto accumulation = resolved.sources.find("gradient_accumulation_steps");
+  request.set_gradient_accumulation = accumulation != resolved.sources.end() &&
+                                      accumulation->second.kind != ValueOrigin::Kind::kDefault &&
+                                      accumulation->second.kind != ValueOrigin::Kind::kHardware;
   request.dry_run = parsed.dry_run;
   return context.run_agent(request);
 }
@@ -98,6 +112,7 @@ int Validate(const std::vector<std::string>& args, const CliContext& context) {
   FlagSet set{"accel-launch config validate",
               "Check the config in effect (file, ACCEL_* variables, options) and print it.",
               /*program=*/false, /*launch_only=*/false};
+  set.compat = true;
   LaunchArgs parsed;
   if (int code = Parse(set, args, context, &parsed); code >= 0) return code;
   const ResolvedConfig resolved = Resolve(parsed, context);
@@ -114,11 +129,14 @@ int Validate(const std::vector<std::string>& args, const CliContext& context) {
   for (const std::string& warning : warnings) {
     *context.err << kLogPrefix << "warning: " << warning << "\n";
   }
+  // What the launch would run after its fallbacks (no GPU → CPU, fp16 on CPU → fp32, ...).
+  const EffectiveValues effective =
+      context.effective_values ? context.effective_values(resolved.config) : EffectiveValues{};
   *context.out << "ok: "
                << (resolved.path.empty() ? "no config file, defaults for this machine"
                                          : resolved.path)
                << "\n"
-               << FormatResolvedConfig(resolved.config, resolved.sources);
+               << FormatResolvedConfig(resolved.config, resolved.sources, effective);
   return kExitOk;
 }
 

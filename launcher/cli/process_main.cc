@@ -4,6 +4,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/logging.h"
+#include "launcher/agent/plan.h"
 #include "launcher/agent/rendezvous_token.h"
 #include "launcher/cli/cli.h"
 
@@ -30,6 +31,7 @@ int Main(int argc, char** argv) {
     *warnings = token->warnings;
     return absl::OkStatus();
   };
+  context.effective_values = [](const Config& config) { return EffectiveConfig(config); };
   const int code = RunCli(args, context);
   std::cout.flush();
   return code;

@@ -118,6 +118,21 @@ std::vector<Diagnostic> ValidateConfig(const Config& c, const SourceMap& sources
       break;
     }
   }
+  if (c.num_cpu_threads_per_process < 0) {
+    problem("num_cpu_threads_per_process",
+            absl::StrCat("num_cpu_threads_per_process must be at least 0 (0 = automatic), got ",
+                         c.num_cpu_threads_per_process));
+  }
+  for (int local : c.local_ranks_filter) {
+    if (machines_ok && processes_ok && c.num_processes % c.num_machines == 0 &&
+        local >= c.processes_per_machine()) {
+      problem("local_ranks_filter",
+              absl::StrCat("local_ranks_filter local rank ", local, " is out of range 0..",
+                           c.processes_per_machine() - 1));
+      break;
+    }
+  }
+  if (c.python.empty()) problem("python", "python must name an interpreter, e.g. python3");
   if (c.tls_cert_file.empty() != c.tls_key_file.empty()) {
     problem(c.tls_cert_file.empty() ? "tls_key_file" : "tls_cert_file",
             "tls_cert_file and tls_key_file must be set together");

@@ -163,8 +163,4 @@ std::string DescribeCause(const WorkerFailure& f) {
                       hang ? f.detail : DescribeExit(f.exit));
 }
 
-int ExitCodeFor(const WorkerFailure& root) {
-  return ExitCodeForWorker(root.exit.exit_code, root.exit.signal);
-}
-
 }  // namespace accel::launcher

@@ -35,16 +35,22 @@ absl::StatusOr<SignalFd> SignalFd::Create() {
 }
 
 int SignalFd::Read(pid_t* sender) const {
+  const Info info = ReadInfo();
+  if (sender != nullptr) *sender = info.sender;
+  return info.signal;
+}
+
+SignalFd::Info SignalFd::ReadInfo() const {
   signalfd_siginfo info{};
   ssize_t n;
   do {
     n = ::read(fd_.get(), &info, sizeof(info));
   } while (n < 0 && errno == EINTR);
   if (n != sizeof(info)) {
-    return 0;
+    return {};
   }
-  if (sender != nullptr) *sender = static_cast<pid_t>(info.ssi_pid);
-  return static_cast<int>(info.ssi_signo);
+  return {static_cast<int>(info.ssi_signo), info.ssi_code == SI_KERNEL,
+          static_cast<pid_t>(info.ssi_pid)};
 }
 
 std::string DescribeLauncherSignal(int signal, const std::string& sender) {

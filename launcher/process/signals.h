@@ -35,6 +35,14 @@ class SignalFd {
   // `sender` is given it receives the sending process's pid (0 for the kernel or unknown).
   int Read(pid_t* sender = nullptr) const;
 
+  struct Info {
+    int signal = 0;            // 0 = none pending
+    bool from_kernel = false;  // sent by the kernel (the terminal's ^C or hangup), not kill(2)
+    pid_t sender = 0;          // the sending process (0 for the kernel or unknown)
+  };
+  // Returns the next pending signal and who sent it (never blocks).
+  Info ReadInfo() const;
+
  private:
   SignalFd() = default;
   UniqueFd fd_;

@@ -1,4 +1,4 @@
-// PickFreePort with real sockets: the port it returns can be bound at once.
+// PickFreePort and CheckPortFree with real sockets.
 #include "common/net.h"
 
 #include <arpa/inet.h>
@@ -61,6 +61,22 @@ TEST(LocalAddressForTest, AnotherMachinesAddressOrAnUnknownNameIsNotFound) {
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(unknown.status().message()),
               ::testing::StartsWith("resolve no-such-host.invalid: "));
+}
+
+TEST(CheckPortFreeTest, AFreePortIsFreeAndAListenedPortIsInUse) {
+  absl::StatusOr<int> port = PickFreePort("127.0.0.1");
+  ASSERT_TRUE(port.ok()) << port.status();
+  EXPECT_TRUE(CheckPortFree("127.0.0.1", *port).ok());
+  UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(*port));
+  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(listener.get(), 1), 0);
+  const absl::Status status = CheckPortFree("127.0.0.1", *port);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(status.message(), "port " + std::to_string(*port) + " on 127.0.0.1 is in use");
 }
 
 }  // namespace
