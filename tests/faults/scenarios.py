@@ -189,9 +189,12 @@ def python_uneven(ctx):
               ["/usr/bin/python3", ctx.tools.python_script],
               env=[{"GLOO_SOCKET_IFNAME": ctx.cluster.veth[m]} for m in (0, 1)])
     # Rank 3 has one batch fewer: it goes idle first, the others follow after their last batch.
-    if not job.wait_output(1, r"torch_uneven rank 3 finished", 180):
+    # The job hangs once every rank waits (each prints that line): the clock starts there.
+    waiting = [r"torch_uneven rank 3 waits", r"torch_uneven rank 2 waits",
+               r"torch_uneven rank 1 waits", r"torch_uneven rank 0 waits"]
+    if not all(job.wait_output(1 if i < 2 else 0, line, 180) for i, line in enumerate(waiting)):
         job.finish(5)
-        return Outcome(0, False, False, False, "rank 3 never finished: " + job.log(1)[-300:])
+        return Outcome(0, False, False, False, "the ranks never all waited: " + job.log(1)[-300:])
     start = time.monotonic()
     ended = job.finish(30)
     seconds = time.monotonic() - start
