@@ -212,8 +212,14 @@ def third_party(ctx):
     the job refused to start for want of a token, saying so)."""
     job = ctx.job("third-party", run_id="")  # the default run id
     job.start([], finite_program(ctx))
-    job.wait_training(min_step=1)
-    guessed = f"job-{ctx.cluster.addr[0]}-{job.port}-4"
+    if not job.wait_training(min_step=1):
+        try:  # both launchers refusing to start is an outcome, judged below
+            for p in job.procs:
+                p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            job.finish(5)
+            return Outcome(0, False, False, False, "training never started: " + job.log(0)[-300:])
+    guessed = f"job-{ctx.cluster.addr[0]}-{job.port}-4"  # the run id main used to choose
     intruder = subprocess.run(
         ["ip", "netns", "exec", ctx.cluster.ns[1], ctx.tools.intruder,
          f"--endpoint={ctx.cluster.addr[0]}:{job.port}", f"--run_id={guessed}"],
