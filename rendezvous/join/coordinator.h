@@ -140,6 +140,8 @@ class JoinCoordinator {
   void EndLocked(Phase phase, const v1::Event& event, Outbox& out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AbortLocked(const v1::RootCause& cause, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Aborts the attempt: machine `rank` is lost, `why` ("no heartbeat for 3.0 s").
+  void LostLocked(int rank, std::string_view why, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckMemberLocked(std::string_view operation, const std::string& run_id,
                                  int machine_rank, std::int64_t attempt,
                                  const std::string& secret) const

@@ -189,9 +189,12 @@ def python_uneven(ctx):
               ["/usr/bin/python3", ctx.tools.python_script],
               env=[{"GLOO_SOCKET_IFNAME": ctx.cluster.veth[m]} for m in (0, 1)])
     # Rank 3 has one batch fewer: it goes idle first, the others follow after their last batch.
-    if not job.wait_output(1, r"torch_uneven rank 3 finished", 180):
+    # The job hangs once every rank waits (each prints that line): the clock starts there.
+    waiting = [r"torch_uneven rank 3 waits", r"torch_uneven rank 2 waits",
+               r"torch_uneven rank 1 waits", r"torch_uneven rank 0 waits"]
+    if not all(job.wait_output(1 if i < 2 else 0, line, 180) for i, line in enumerate(waiting)):
         job.finish(5)
-        return Outcome(0, False, False, False, "rank 3 never finished: " + job.log(1)[-300:])
+        return Outcome(0, False, False, False, "the ranks never all waited: " + job.log(1)[-300:])
     start = time.monotonic()
     ended = job.finish(30)
     seconds = time.monotonic() - start
@@ -209,8 +212,14 @@ def third_party(ctx):
     the job refused to start for want of a token, saying so)."""
     job = ctx.job("third-party", run_id="")  # the default run id
     job.start([], finite_program(ctx))
-    job.wait_training(min_step=1)
-    guessed = f"job-{ctx.cluster.addr[0]}-{job.port}-4"
+    if not job.wait_training(min_step=1):
+        try:  # both launchers refusing to start is an outcome, judged below
+            for p in job.procs:
+                p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            job.finish(5)
+            return Outcome(0, False, False, False, "training never started: " + job.log(0)[-300:])
+    guessed = f"job-{ctx.cluster.addr[0]}-{job.port}-4"  # the run id main used to choose
     intruder = subprocess.run(
         ["ip", "netns", "exec", ctx.cluster.ns[1], ctx.tools.intruder,
          f"--endpoint={ctx.cluster.addr[0]}:{job.port}", f"--run_id={guessed}"],

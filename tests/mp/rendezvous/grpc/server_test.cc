@@ -403,6 +403,52 @@ TEST_F(GrpcTest, RestartRunsTheNextAttemptOnTheSameClients) {
   EXPECT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
 }
 
+// Machine 0 exits (its server shuts down) as soon as it sees "done"; machine 1 reported done
+// but its watch reaches the server only now. It must read "done", not a lost server.
+TEST_F(GrpcTest, AWatchThatArrivesWhileTheServerShutsDownAfterTheEndReadsDone) {
+  std::vector<std::unique_ptr<RendezvousClient>> clients;
+  std::vector<std::thread> joiners;
+  std::vector<absl::StatusOr<JoinResult>> joined(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    ClientOptions options;
+    options.endpoint = server_->endpoint();
+    options.token = "tok";
+    options.run_id = "run";
+    options.machine_rank = rank;
+    clients.push_back(*NewGrpcRendezvousClient(options));
+    joiners.emplace_back([&, rank, client = clients.back().get()] {
+      JoinRequest request;
+      request.run_id = "run";
+      request.machine_rank = rank;
+      request.num_machines = 2;
+      joined[rank] = client->Join(request, absl::Now() + absl::Seconds(10));
+    });
+  }
+  for (std::thread& t : joiners) t.join();
+  ASSERT_TRUE(joined[0].ok() && joined[1].ok()) << joined[0].status() << joined[1].status();
+  absl::Notification zero_done;
+  ASSERT_TRUE(clients[0]->Watch(0, [&](const Event&) { zero_done.Notify(); }).ok());
+  ASSERT_TRUE(clients[1]->ReportDone(0).ok());
+  ASSERT_TRUE(clients[0]->ReportDone(0).ok());
+  ASSERT_TRUE(zero_done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  const absl::Time shutdown_at = absl::Now();
+  std::thread shutdown([&] { server_->Shutdown(absl::Seconds(5)); });
+  absl::SleepFor(absl::Milliseconds(300));  // the shutdown has begun
+  absl::Notification one_done;
+  Event event;
+  ASSERT_TRUE(clients[1]
+                  ->Watch(0,
+                          [&](const Event& e) {
+                            event = e;
+                            one_done.Notify();
+                          })
+                  .ok());
+  ASSERT_TRUE(one_done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(event.kind, Event::Kind::kDone) << event.root_cause.message;
+  shutdown.join();
+  EXPECT_LT(absl::Now() - shutdown_at, absl::Seconds(3)) << "the shutdown waited past the watch";
+}
+
 TEST(GrpcTlsTest, TlsServerServesTlsClientsAndRefusesPlaintext) {
   const std::string dir = ::testing::TempDir() + "/rdzv_tls_" + std::to_string(::getpid());
   const std::string command =
