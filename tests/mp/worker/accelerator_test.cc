@@ -222,6 +222,8 @@ TEST_F(WorkerMpTest, InfOnOneRankSkipsTheStepEverywhereWorld4) {
   ExpectAllSucceeded(RunRanks(4, {"infskip", dir_}));
 }
 
+TEST_F(WorkerMpTest, UnusedParametersWorld2) { ExpectAllSucceeded(RunRanks(2, {"unused", dir_})); }
+
 TEST_F(WorkerMpTest, SaveKillLoadResumesBitIdentical) {
   const std::string ckpt = dir_ + "/ckpt";
   ExpectAllSucceeded(RunRanks(2, {"resume", dir_, "full", dir_ + "/ckpt_full"}));
