@@ -41,6 +41,9 @@ def main():
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--precision", choices=["no", "fp16", "bf16"], default="no")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--optimizer", choices=["sgd", "adamw"], default="adamw")
+    p.add_argument("--samples", type=int, default=8192,
+                   help="synthetic samples from a fixed random teacher, as train.bin")
     a = p.parse_args()
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -56,7 +59,10 @@ def main():
     model = build_mlp(a.input_dim, a.hidden, a.layers, a.classes).to(device)
     if world > 1:
         model = nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=a.lr)
+    if a.optimizer == "sgd":
+        opt = torch.optim.SGD(model.parameters(), lr=a.lr)
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=a.lr)
     amp = a.precision == "fp16" and use_cuda
     scaler = torch.cuda.amp.GradScaler(enabled=amp)
     dtype = torch.float16 if a.precision == "fp16" else torch.bfloat16
@@ -69,20 +75,37 @@ def main():
             return contextlib.nullcontext()
         return torch.autocast(device.type, dtype=dtype)
 
-    g = torch.Generator().manual_seed(a.seed + 1 + rank)
-    n_batches = 16
-    xs = torch.randn(n_batches, a.batch_size, a.input_dim, generator=g).to(device)
-    ys = torch.randint(0, a.classes, (n_batches, a.batch_size), generator=g).to(device)
+    # The same data path as train.bin: a synthetic set labelled by a random teacher, sharded
+    # like DistributedSampler (randperm seeded by seed + epoch, every world-th index), batches
+    # gathered with index_select.
+    g = torch.Generator().manual_seed(a.seed + 1)
+    xs = torch.randn(a.samples, a.input_dim, generator=g)
+    with torch.no_grad():
+        ys = build_mlp(a.input_dim, 64, 2, a.classes)(xs).argmax(1)
+    xs, ys = xs.to(device), ys.to(device)
+    per_rank = (a.samples + world - 1) // world
+    batches = per_rank // a.batch_size
+    if batches < 1:
+        p.error("--samples too small for one batch per rank")
     loss_fn = nn.CrossEntropyLoss()
+    order = {"epoch": -1, "idx": None}
+
+    def batch(k):
+        epoch, b = divmod(k, batches)
+        if epoch != order["epoch"]:
+            perm = torch.randperm(a.samples, generator=torch.Generator().manual_seed(a.seed + epoch))
+            order["epoch"], order["idx"] = epoch, perm.repeat(2)[rank:per_rank * world:world]
+        idx = order["idx"][b * a.batch_size:(b + 1) * a.batch_size].to(device)
+        return xs.index_select(0, idx), ys.index_select(0, idx)
 
     def one_step(i):
         for micro in range(a.grad_accum):
-            k = (i * a.grad_accum + micro) % n_batches
+            x, y = batch(i * a.grad_accum + micro)
             last = micro + 1 == a.grad_accum
             ctx = model.no_sync() if (world > 1 and not last) else contextlib.nullcontext()
             with ctx:
                 with autocast():
-                    loss = loss_fn(model(xs[k]), ys[k]) / a.grad_accum
+                    loss = loss_fn(model(x), y) / a.grad_accum
                 scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()

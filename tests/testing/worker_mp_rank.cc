@@ -90,6 +90,7 @@ int Collectives() {
   const int w = acc.num_processes();
   const int r = acc.process_index();
   const auto timeout = std::chrono::seconds(60);
+  acc.print("backend ", comm.name());
   // Sums of small integers are exact in float32.
   torch::Tensor base = torch::arange(1000, torch::kFloat);
   torch::Tensor f = base + (r + 1);
@@ -280,17 +281,12 @@ int Resume(const std::string& out_dir, const std::string& mode, const std::strin
     loader.set_epoch(epoch);
     for (const auto& batch : loader) {
       auto sync = acc.accumulate(net);
-      if (getenv("DBG")) { double g=0; int nd=0; for (auto& p: net->parameters()) if (p.grad().defined()) { g += p.grad().abs().sum().item<double>(); ++nd; } std::cerr << "DBG pre " << acc.step_count() << " grad " << g << " defined " << nd << " x " << batch.data.sum().item<double>() << std::endl; }
       acc.backward(torch::mse_loss(net->forward(batch.data), batch.target));
-      if (getenv("DBG")) { double g=0; for (auto& p: net->parameters()) if (p.grad().defined()) g += p.grad().abs().sum().item<double>(); std::cerr << "DBG step " << acc.step_count() << " grad " << g << " scale " << acc.loss_scale() << std::endl; }
       acc.step(opt);
-      if (getenv("DBG")) { double g=0; for (auto& p: net->parameters()) g += p.abs().sum().item<double>(); std::cerr << "DBG param " << g << std::endl; }
     }
   };
   if (mode == "load") {
-    if (getenv("DBG")) std::cerr << "DBG acc before " << torch::autograd::impl::grad_accumulator(net->fc1->weight).get() << " impl " << net->fc1->weight.unsafeGetTensorImpl() << std::endl;
     acc.load_state(ckpt);
-    if (getenv("DBG")) std::cerr << "DBG acc after " << torch::autograd::impl::grad_accumulator(net->fc1->weight).get() << " impl " << net->fc1->weight.unsafeGetTensorImpl() << " is_leaf " << net->fc1->weight.is_leaf() << " rg " << net->fc1->weight.requires_grad() << std::endl;
     CHECK_TRUE(acc.step_count() > 0, "step counter restored");
   } else {
     run_epoch(0);
