@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -12,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "common/backend.h"
 #include "common/env_contract.h"
+#include "common/overlap.h"
 
 namespace accel::launcher {
 namespace {
@@ -231,8 +233,27 @@ std::string FormatPlan(const LaunchPlan& plan, const std::vector<std::string>& a
   absl::StrAppend(&out, "  rendezvous:          ",
                   plan.single_process ? "none (single process)" : plan.rendezvous_endpoint, "\n");
   absl::StrAppend(&out, "  max restarts:        ", plan.max_restarts, "\n");
+  absl::StrAppend(&out, "  DDP overlap:         ",
+                  DescribeDdpOverlap(plan, std::getenv(env::kOmpNumThreads),
+                                     std::getenv(env::kOverlap), UsableCores()),
+                  "\n");
   absl::StrAppend(&out, "  command:             ", absl::StrJoin(argv, " "), "\n");
   return out;
+}
+
+std::string DescribeDdpOverlap(const LaunchPlan& plan, const char* omp_threads, const char* overlap,
+                               int cores) {
+  if (plan.world_size <= 1) return "none (world size 1)";
+  const std::string forced = overlap != nullptr ? absl::AsciiStrToLower(overlap) : "";
+  if (forced == "on" || forced == "off")
+    return absl::StrCat(forced, " (ACCEL_OVERLAP=", forced, ")");
+  if (!plan.use_cpu) return "on (GPU)";
+  // The launcher sets OMP_NUM_THREADS=1 for several processes unless the user set it.
+  int threads = plan.nproc_per_machine > 1 ? 1 : cores;
+  if (omp_threads != nullptr && (!absl::SimpleAtoi(omp_threads, &threads) || threads < 1)) {
+    threads = 1;
+  }
+  return DescribeOverlap(plan.nproc_per_machine, threads, cores);
 }
 
 }  // namespace accel::launcher

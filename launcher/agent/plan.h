@@ -63,6 +63,13 @@ std::vector<std::string> WorkerEnv(const LaunchPlan& plan, const RendezvousResul
 // Returns the human-readable plan printed before launching (and by --dry_run).
 std::string FormatPlan(const LaunchPlan& plan, const std::vector<std::string>& argv);
 
+// Returns whether libaccel's DDP will overlap communication with backward on this machine, and
+// why (common/overlap.h's rule): "on: 2 processes x 1 threads < 16 cores", "off: ...", "on (GPU)",
+// "on (ACCEL_OVERLAP=on)", or "none (world size 1)". `omp_threads` / `overlap` are the user's
+// OMP_NUM_THREADS / ACCEL_OVERLAP (null when unset); `cores` this machine's usable cores.
+std::string DescribeDdpOverlap(const LaunchPlan& plan, const char* omp_threads, const char* overlap,
+                               int cores);
+
 }  // namespace accel::launcher
 
 #endif  // ACCEL_LAUNCHER_AGENT_PLAN_H_

@@ -152,7 +152,9 @@ int Train(const std::string& out_dir, const std::string& tag, int64_t micro) {
     loader.set_epoch(epoch++);
     for (const auto& batch : loader) {
       auto sync = acc.accumulate(net);
-      auto loss = torch::mse_loss(net->forward(batch.data), batch.target);
+      // Autocast is a no-op without ACCELERATE_MIXED_PRECISION (bf16 on CPU with it).
+      auto loss =
+          acc.autocast([&] { return torch::mse_loss(net->forward(batch.data), batch.target); });
       acc.backward(loss);
       acc.step(opt);
       if (acc.step_count() == 20) break;

@@ -84,6 +84,8 @@ void PrintBucketTimings(const internal::AcceleratorState& s) {
 // Whether DDP overlaps communication with backward here; says why once on local rank 0.
 bool ResolveOverlap(const internal::AcceleratorState& s) {
   if (s.options.overlap != Overlap::kAuto) return s.options.overlap == Overlap::kOn;
+  // On a GPU the compute is the device's: the communication thread only enqueues and polls.
+  if (s.device.is_cuda()) return true;
   const int processes = s.options.local_world_size > 0 ? s.options.local_world_size : 1;
   const int threads = at::get_num_threads();
   const int cores = UsableCores();

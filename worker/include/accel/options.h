@@ -19,8 +19,8 @@ enum class Backend { kAuto, kGloo, kNccl, kMpi };
 // kAuto: the dynamic loss scaler runs iff fp16 autocast is active (CUDA). kDynamic: always (a
 // test can exercise the scaler in fp32 on CPU). kOff: never.
 enum class LossScaling { kAuto, kDynamic, kOff };
-// DDP communication overlapping backward. kAuto: on unless this machine's processes x compute
-// threads >= its cores (common/overlap.h); kOn / kOff force it.
+// DDP communication overlapping backward. kAuto: on for CUDA; on CPU, on unless this machine's
+// processes x compute threads >= its usable cores (common/overlap.h); kOn / kOff force it.
 enum class Overlap { kAuto, kOn, kOff };
 // The shared-memory all-reduce among ranks of one machine (hierarchical across machines). kAuto:
 // for CPU tensors with the gloo backend; kOn: also for CUDA tensors (staged through host memory,

@@ -207,6 +207,26 @@ TEST(PlanTest, FormatPlanNamesEverythingTheUserNeeds) {
   EXPECT_THAT(text, HasSubstr("accumulation steps:  8"));
   EXPECT_THAT(text, HasSubstr("rendezvous:          10.0.0.1:29500"));
   EXPECT_THAT(text, HasSubstr("train.bin --epochs 3"));
+  EXPECT_THAT(text, HasSubstr("DDP overlap:"));
+}
+
+TEST(PlanTest, DdpOverlapIsOffWhenProcessesTimesThreadsFillTheCores) {
+  Config c;
+  c.num_processes = 2;
+  c.use_cpu = true;
+  auto plan = MakePlan(c, 0, "");
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(DescribeDdpOverlap(*plan, nullptr, nullptr, 2),
+            "off: 2 processes x 1 threads >= 2 cores");
+  EXPECT_EQ(DescribeDdpOverlap(*plan, nullptr, nullptr, 16),
+            "on: 2 processes x 1 threads < 16 cores");
+  EXPECT_EQ(DescribeDdpOverlap(*plan, "8", nullptr, 16),
+            "off: 2 processes x 8 threads >= 16 cores");
+  EXPECT_EQ(DescribeDdpOverlap(*plan, nullptr, "ON", 2), "on (ACCEL_OVERLAP=on)");
+  plan->use_cpu = false;
+  EXPECT_EQ(DescribeDdpOverlap(*plan, nullptr, nullptr, 2), "on (GPU)");
+  plan->world_size = 1;
+  EXPECT_EQ(DescribeDdpOverlap(*plan, nullptr, nullptr, 2), "none (world size 1)");
 }
 
 }  // namespace
