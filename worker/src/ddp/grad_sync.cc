@@ -82,21 +82,16 @@ GradSync::GradSync(std::vector<at::Tensor> params, Communicator& comm, GradSyncO
                                  params_[plan_.back().front()].options().dtype(at::kFloat));
     separate_bitmap_.set_requires_grad(false);
   }
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    auto accumulator = torch::autograd::impl::grad_accumulator(params_[i]);
-    if (!accumulator)
-      throw Error("prepare DDP", "parameter " + std::to_string(i), "no grad accumulator");
-    hook_keys_.push_back(
-        accumulator->add_post_hook(std::make_unique<ReadyHook>([this, i] { MarkReady(i); })));
-    accumulators_.push_back(std::move(accumulator));
-  }
+  accumulators_.resize(params_.size());
+  hook_keys_.resize(params_.size());
+  RefreshHooks();
   ready_.assign(params_.size(), false);
   if (options_.overlap) comm_thread_ = std::thread([this] { CommLoop(); });
 }
 
 GradSync::~GradSync() {
   for (std::size_t i = 0; i < accumulators_.size(); ++i) {
-    accumulators_[i]->del_post_hook(hook_keys_[i]);
+    if (accumulators_[i]) accumulators_[i]->del_post_hook(hook_keys_[i]);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -104,6 +99,20 @@ GradSync::~GradSync() {
   }
   cv_.notify_all();
   if (comm_thread_.joinable()) comm_thread_.join();
+}
+
+void GradSync::RefreshHooks() {
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    auto accumulator = torch::autograd::impl::grad_accumulator(params_[i]);
+    if (!accumulator) {
+      throw Error("prepare DDP", "parameter " + std::to_string(i), "no grad accumulator");
+    }
+    if (accumulator == accumulators_[i]) continue;
+    if (accumulators_[i]) accumulators_[i]->del_post_hook(hook_keys_[i]);
+    hook_keys_[i] =
+        accumulator->add_post_hook(std::make_unique<ReadyHook>([this, i] { MarkReady(i); }));
+    accumulators_[i] = std::move(accumulator);
+  }
 }
 
 bool GradSync::Manages(const at::Tensor& param) const {
@@ -115,6 +124,9 @@ bool GradSync::WaitCommIdleLocked(std::unique_lock<std::mutex>& lock, Clock::dur
 }
 
 void GradSync::BeginBackward(bool sync, const at::Tensor& root) {
+  // A parameter whose data was replaced (set_, as module.load() does) has a new accumulator,
+  // the one this backward's graph uses. Outside mu_: hooks lock it.
+  RefreshHooks();
   std::unique_lock<std::mutex> lock(mu_);
   if (!WaitCommIdleLocked(lock, options_.timeout + options_.backend_grace)) {
     throw Error("all-reduce gradients", "",

@@ -24,6 +24,9 @@
 // autograd thread's, where the gradients were produced) and the thread that runs the collective
 // makes its own stream wait for it.
 //
+// Hooks follow a parameter's gradient accumulator: when its data is replaced (set_(), as
+// LibTorch's module.load() does), BeginBackward moves the hook to the new accumulator.
+//
 // A backward outside BeginBackward/EndBackward (a plain loss.backward() on a prepared module)
 // throws accel::Error from the hook instead of leaving the replicas silently out of sync.
 //
@@ -115,6 +118,8 @@ class GradSync {
  private:
   using Clock = std::chrono::steady_clock;
 
+  // Moves each parameter's hook to its current gradient accumulator (a new one after set_()).
+  void RefreshHooks();
   void MarkReady(std::size_t param);
   void FillReadyLocked();
   void HandOverLocked();

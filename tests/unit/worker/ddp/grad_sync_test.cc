@@ -292,6 +292,42 @@ TEST(GradSyncTest, NoStaleBucketRunsAfterADeadline) {
             (std::vector<int64_t>{8, 16, 32 + 3}));
 }
 
+// LibTorch's module.load() (so Accelerator::load_state) replaces each parameter's data with
+// set_(), which gives the parameter a new gradient accumulator: the hooks must follow it, or
+// every later backward leaves the replicas unsynchronised.
+TEST(GradSyncTest, HooksFollowANewGradAccumulatorAfterSet) {
+  Model m = Chain3();
+  FakeCommunicator comm;
+  comm.scale_ = 0.5f;
+  GradSync sync(m.params, comm, SmallBuckets(true));
+  const at::Tensor x = at::randn({5, 8});
+  SyncStep(sync, m, x);
+  sync.ZeroGrad(nullptr);
+  {
+    at::NoGradGuard no_grad;
+    for (auto& p : m.params) p.set_(p.detach().clone());
+  }
+  const size_t before = comm.sizes().size();
+  SyncStep(sync, m, x);
+  EXPECT_EQ(comm.sizes().size() - before, 3u);
+  // The reference: the same loss's local gradients, without GradSync.
+  std::vector<at::Tensor> local;
+  {
+    std::vector<at::Tensor> copies;
+    for (auto& p : m.params) copies.push_back(p.detach().clone().requires_grad_());
+    Model ref;
+    ref.params = copies;
+    ref.used = m.used;
+    ref.Loss(x).backward();
+    for (auto& c : copies) local.push_back(c.grad());
+  }
+  for (size_t i = 0; i < m.params.size(); ++i) {
+    ASSERT_TRUE(m.params[i].grad().defined()) << i;
+    EXPECT_TRUE(at::allclose(m.params[i].grad(), local[i] * 0.5))
+        << "param " << i << " not reduced";
+  }
+}
+
 TEST(GradSyncTest, CommunicationErrorsSurfaceAsAccelError) {
   Model m = Chain3();
   FakeCommunicator comm;
