@@ -7,12 +7,10 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -20,6 +18,7 @@
 #include <vector>
 
 #include "accel/error.h"
+#include "tests/testing/files.h"
 #include "worker/src/store/kv.h"
 
 namespace accel::worker::shm {
@@ -30,13 +29,6 @@ using std::chrono::milliseconds;
 
 class ShmGroupTest : public ::testing::Test {
  public:
-  void SetUp() override {
-    char tmpl[] = "/tmp/accel_shm_group_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   // Runs body(group) on `ranks` threads, each with its own group handle; returns each thread's
   // error message ("" when it succeeded).
   std::vector<std::string> RunGroup(int ranks, std::size_t slot_bytes,
@@ -47,7 +39,7 @@ class ShmGroupTest : public ::testing::Test {
     for (int r = 0; r < ranks; ++r) {
       threads.emplace_back([&, r] {
         try {
-          auto kv = MakeFileKv(dir_, "ns");
+          auto kv = MakeFileKv(dir_.path(), "ns");
           auto group =
               ShmGroup::Connect(*kv, key, r, ranks, 10 + r, slot_bytes, milliseconds(5000));
           body(*group);
@@ -61,7 +53,7 @@ class ShmGroupTest : public ::testing::Test {
     return errors;
   }
 
-  std::string dir_;
+  accel::testing::TempDir dir_;
   int groups_ = 0;
 };
 
@@ -160,7 +152,7 @@ TEST_F(ShmGroupTest, FailWakesEveryWaiterWithTheSameCause) {
 }
 
 TEST_F(ShmGroupTest, ConnectFailsAtTheDeadlineWhenARankNeverComes) {
-  auto kv = MakeFileKv(dir_, "ns");
+  auto kv = MakeFileKv(dir_.path(), "ns");
   const auto start = Clock::now();
   try {
     ShmGroup::Connect(*kv, "lonely", 0, 2, 0, 4096, milliseconds(300));
