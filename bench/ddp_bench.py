@@ -103,10 +103,15 @@ def main():
     p.add_argument("--runs", type=int, default=5, help="alternating runs of each variant")
     p.add_argument("--quick", action="store_true",
                    help="small model, 2 processes, 12 steps, 1 run: checks the bench end to end")
+    p.add_argument("--models", default=",".join(MODELS), help="comma list of " + ", ".join(MODELS))
+    p.add_argument("--worlds", default="1,2", help="comma list of process counts")
     p.add_argument("--out", default=os.path.join(HERE, "results"))
     a = p.parse_args()
-    models = ["64-128x3-10"] if a.quick else list(MODELS)
-    worlds = (2,) if a.quick else (1, 2)
+    models = ["64-128x3-10"] if a.quick else a.models.split(",")
+    worlds = (2,) if a.quick else tuple(int(w) for w in a.worlds.split(","))
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        p.error(f"unknown model(s) {unknown}; known: {', '.join(MODELS)}")
     steps, warmup, runs = (12, 2, 1) if a.quick else (a.steps, a.warmup, a.runs)
     rows = []
     for model in models:
