@@ -289,8 +289,8 @@ Accelerator::AutocastScope::~AutocastScope() {
 void Accelerator::backward(const at::Tensor& loss) {
   auto& s = *state_;
   // Gradients are summed over ranks: the average's 1/world rides on the loss, with 1/N.
-  const std::int64_t divisor =
-      static_cast<std::int64_t>(s.options.gradient_accumulation_steps) * (s.grad_sync ? s.world : 1);
+  const std::int64_t divisor = static_cast<std::int64_t>(s.options.gradient_accumulation_steps) *
+                               (s.grad_sync ? s.world : 1);
   at::Tensor scaled = loss;
   if (divisor > 1) scaled = scaled / static_cast<double>(divisor);
   if (s.scaler) scaled = scaled * s.scaler->scale_tensor();

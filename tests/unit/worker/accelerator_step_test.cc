@@ -50,9 +50,7 @@ TEST(AcceleratorStepTest, SyncIsRestoredWhenANonSyncingGuardEnds) {
   auto current = acc.accumulate(model);                         // micro-step 3: does not
   older.reset();
   EXPECT_FALSE(acc.sync_gradients());
-  {
-    auto moved = std::move(current);
-  }
+  { auto moved = std::move(current); }
   EXPECT_TRUE(acc.sync_gradients());
 }
 

@@ -17,8 +17,7 @@ Bucket MakeBucket(const std::vector<at::Tensor>& params, std::vector<std::size_t
   std::int64_t numel = 0;
   for (std::size_t p : bucket.params) numel += params[p].numel();
   const at::Tensor& first = params[bucket.params.front()];
-  bucket.storage =
-      at::zeros({numel + bitmap_elements}, first.options().requires_grad(false));
+  bucket.storage = at::zeros({numel + bitmap_elements}, first.options().requires_grad(false));
   bucket.grads = bucket.storage.narrow(0, 0, numel);
   if (bitmap_elements > 0) bucket.bitmap = bucket.storage.narrow(0, numel, bitmap_elements);
   std::int64_t offset = 0;

@@ -77,7 +77,8 @@ std::unique_ptr<ShmGroup> ShmGroup::Connect(Kv& kv, const std::string& key, int 
     const Location l = Parse(kv.Get(key, timeout), subject);
     ShmSegment segment = ShmSegment::Open(static_cast<pid_t>(l.pid), l.fd, l.bytes);
     const Header* h = segment.header();
-    if (h->magic != kMagic || h->nonce != l.nonce || h->ranks != static_cast<std::uint32_t>(ranks)) {
+    if (h->magic != kMagic || h->nonce != l.nonce ||
+        h->ranks != static_cast<std::uint32_t>(ranks)) {
       throw Error("connect shm", subject, "the segment at " + Format(l) + " is not this group's");
     }
     group.reset(new ShmGroup(std::move(segment), local_rank, ranks));

@@ -51,8 +51,8 @@ struct Min {
 };
 
 template <typename T, typename Op>
-void ReduceTyped(const std::vector<const void*>& inputs, T* out, T* out2, std::int64_t count,
-                 Op op, int divisor) {
+void ReduceTyped(const std::vector<const void*>& inputs, T* out, T* out2, std::int64_t count, Op op,
+                 int divisor) {
   using A = typename AccumulatorOf<T>::type;
   A acc[kBlock];
   for (std::int64_t base = 0; base < count; base += kBlock) {

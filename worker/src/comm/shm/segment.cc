@@ -50,7 +50,9 @@ ShmSegment::~ShmSegment() {
 ShmSegment ShmSegment::Create(std::size_t bytes) {
   const std::string subject = std::to_string(bytes) + " bytes";
   UniqueFd fd(static_cast<int>(::syscall(SYS_memfd_create, "accel-shm", MFD_CLOEXEC)));
-  if (!fd) throw Error("create shared memory", subject, std::string("memfd_create: ") + std::strerror(errno));
+  if (!fd)
+    throw Error("create shared memory", subject,
+                std::string("memfd_create: ") + std::strerror(errno));
   if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) {
     throw Error("create shared memory", subject, std::string("ftruncate: ") + std::strerror(errno));
   }
@@ -62,9 +64,10 @@ ShmSegment ShmSegment::Open(pid_t pid, int fd, std::size_t bytes) {
   const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
   UniqueFd own(::open(path.c_str(), O_RDWR | O_CLOEXEC));
   if (!own) {
-    throw Error("open shared memory", path,
-                std::string(std::strerror(errno)) +
-                    (errno == ENOENT ? " (the leader exited)" : " (set ACCEL_SHM=off to use gloo)"));
+    throw Error(
+        "open shared memory", path,
+        std::string(std::strerror(errno)) +
+            (errno == ENOENT ? " (the leader exited)" : " (set ACCEL_SHM=off to use gloo)"));
   }
   struct stat st {};
   if (::fstat(own.get(), &st) != 0 || static_cast<std::size_t>(st.st_size) < bytes) {

@@ -43,9 +43,9 @@ milliseconds Left(Clock::time_point deadline) {
 
 class ShmCommunicator : public Communicator {
  public:
-  ShmCommunicator(int rank, int size, shm::Topology topology,
-                  std::unique_ptr<shm::ShmGroup> local, std::unique_ptr<Communicator> inter,
-                  std::string inter_name, c10::Device inter_device)
+  ShmCommunicator(int rank, int size, shm::Topology topology, std::unique_ptr<shm::ShmGroup> local,
+                  std::unique_ptr<Communicator> inter, std::string inter_name,
+                  c10::Device inter_device)
       : rank_(rank),
         size_(size),
         topology_(std::move(topology)),
@@ -65,7 +65,8 @@ class ShmCommunicator : public Communicator {
       CheckContiguous("all-reduce", tensor);
       const auto dtype = tensor.scalar_type();
       if (!shm::Supported(dtype)) {
-        throw Error("all-reduce", Subject(), std::string("unsupported dtype ") + c10::toString(dtype));
+        throw Error("all-reduce", Subject(),
+                    std::string("unsupported dtype ") + c10::toString(dtype));
       }
       const bool half = dtype == at::kHalf || dtype == at::kBFloat16;
       if (tensor.is_cpu() && !(half && multi_machine_)) {
@@ -73,7 +74,8 @@ class ShmCommunicator : public Communicator {
         return;
       }
       // Staged: a host copy (float32 for half types across machines), reduced, copied back.
-      at::Tensor host = tensor.to(at::kCPU, half && multi_machine_ ? at::kFloat : dtype).contiguous();
+      at::Tensor host =
+          tensor.to(at::kCPU, half && multi_machine_ ? at::kFloat : dtype).contiguous();
       ReduceHost(host, op, deadline);
       tensor.copy_(host);
     });
@@ -163,8 +165,8 @@ class ShmCommunicator : public Communicator {
   void BroadcastHost(at::Tensor& host, int root, Clock::time_point deadline) {
     const int root_machine = topology_.machine_of[root];
     const auto& members = topology_.machines[root_machine];
-    const int root_local = static_cast<int>(
-        std::find(members.begin(), members.end(), root) - members.begin());
+    const int root_local =
+        static_cast<int>(std::find(members.begin(), members.end(), root) - members.begin());
     const bool mine = topology_.machine == root_machine;
     if (local_ && mine) local_->Broadcast(host.data_ptr(), host.nbytes(), root_local, deadline);
     if (!multi_machine_) return;
@@ -219,10 +221,10 @@ std::unique_ptr<Communicator> MakeShmCommunicator(Kv& kv, const GroupSpec& spec,
   }
   std::unique_ptr<shm::ShmGroup> local;
   if (topology.local_size() > 1) {
-    local = shm::ShmGroup::Connect(kv, prefix + "segment/" + std::to_string(topology.machine),
-                                   topology.local_rank, topology.local_size(), spec.rank,
-                                   static_cast<std::size_t>(defaults::kShmSlotBytes),
-                                   Left(deadline));
+    local =
+        shm::ShmGroup::Connect(kv, prefix + "segment/" + std::to_string(topology.machine),
+                               topology.local_rank, topology.local_size(), spec.rank,
+                               static_cast<std::size_t>(defaults::kShmSlotBytes), Left(deadline));
   }
   std::unique_ptr<Communicator> across;
   std::string inter_name;

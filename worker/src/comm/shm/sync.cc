@@ -91,10 +91,9 @@ void ShmSync::WakeSleepers() const {
 }
 
 void ShmSync::Throw(const char* op, const std::string& reason) {
-  throw Error(op,
-              "(shm local rank " + std::to_string(local_rank_) + " of " + std::to_string(ranks_) +
-                  ")",
-              reason);
+  throw Error(
+      op, "(shm local rank " + std::to_string(local_rank_) + " of " + std::to_string(ranks_) + ")",
+      reason);
 }
 
 void ShmSync::Fail(const std::string& reason) {
@@ -113,10 +112,9 @@ void ShmSync::Fail(const std::string& reason) {
 void ShmSync::CheckFailed(const char* op) const {
   const Header* h = segment_.header();
   if (h->failed.load(std::memory_order_acquire) == 0) return;
-  throw Error(op,
-              "(shm local rank " + std::to_string(local_rank_) + " of " + std::to_string(ranks_) +
-                  ")",
-              std::string("the group failed: ") + h->reason);
+  throw Error(
+      op, "(shm local rank " + std::to_string(local_rank_) + " of " + std::to_string(ranks_) + ")",
+      std::string("the group failed: ") + h->reason);
 }
 
 void ShmSync::CheckPeers(const char* op, std::uint32_t target, Clock::time_point deadline,
@@ -191,9 +189,9 @@ void ShmSync::WaitCounter(const std::atomic<std::uint32_t>& counter, std::uint32
     if (Clock::now() >= deadline) {
       const auto waited =
           std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
-      const std::string reason = std::to_string(counter.load()) + " of " +
-                                 std::to_string(target) + " ranks attached within " +
-                                 std::to_string(waited.count()) + " ms (deadline)";
+      const std::string reason = std::to_string(counter.load()) + " of " + std::to_string(target) +
+                                 " ranks attached within " + std::to_string(waited.count()) +
+                                 " ms (deadline)";
       Fail(reason);
       Throw(op, reason);
     }

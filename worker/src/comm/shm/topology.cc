@@ -78,7 +78,8 @@ Topology DiscoverTopology(Kv& kv, const std::string& prefix, int rank, int world
   if (rank == 0) {
     std::map<std::string, int> index;
     for (int r = 0; r < world; ++r) {
-      const std::string key = r == 0 ? host_key : kv.Get(prefix + "host/" + std::to_string(r), timeout);
+      const std::string key =
+          r == 0 ? host_key : kv.Get(prefix + "host/" + std::to_string(r), timeout);
       const auto it = index.emplace(key, static_cast<int>(index.size())).first;
       line += (r == 0 ? "" : ",") + std::to_string(it->second);
     }
