@@ -43,6 +43,10 @@ inline constexpr milliseconds kServerSweepInterval{100};
 // How long the rendezvous server's shutdown waits for in-flight calls before cancelling them.
 inline constexpr seconds kServerShutdownGrace{2};
 
+// The shared-memory all-reduce: bytes per rank per slot (the segment holds two sets of slots);
+// collectives move through it in chunks of this size.
+inline constexpr std::int64_t kShmSlotBytes = 1 << 20;
+
 // KV store limits.
 inline constexpr std::int64_t kMaxKeyBytes = 1024;
 inline constexpr std::int64_t kMaxValueBytes = 16 * 1024 * 1024;

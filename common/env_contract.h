@@ -62,6 +62,10 @@ inline constexpr char kCollectiveTimeoutMs[] = "ACCEL_COLLECTIVE_TIMEOUT_MS";
 // rendezvous from, or local_addr / network_interface): collectives bind there. Unset on a
 // single-machine job, where everything talks over loopback.
 inline constexpr char kLocalAddr[] = "ACCEL_LOCAL_ADDR";
+// libaccel's own switches, read by Options::FromEnv (the launcher passes them through):
+// DDP overlap (auto | on | off) and the shared-memory all-reduce (auto | on | off).
+inline constexpr char kOverlap[] = "ACCEL_OVERLAP";
+inline constexpr char kShm[] = "ACCEL_SHM";
 // CUDA device selection, from gpu_ids.
 inline constexpr char kCudaVisibleDevices[] = "CUDA_VISIBLE_DEVICES";
 

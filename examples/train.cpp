@@ -93,7 +93,7 @@ double ParamChecksum(torch::nn::Module& model) {
 Options TrainOptions(const TrainFlags& flags) {
   Options options = Options::FromEnv();
   if (flags.grad_accum) options.gradient_accumulation_steps = *flags.grad_accum;
-  options.overlap = flags.overlap;
+  if (!flags.overlap) options.overlap = Overlap::kOff;
   return options;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -16,6 +17,7 @@
 #include "common/device_info.h"
 #include "common/env_contract.h"
 #include "common/env_reader.h"
+#include "common/overlap.h"
 #include "common/seconds.h"
 
 namespace accel::launcher {
@@ -218,8 +220,27 @@ std::string FormatPlan(const LaunchPlan& plan, const std::vector<std::string>& a
   absl::StrAppend(&out, "  max restarts:        ", plan.max_restarts, "\n");
   absl::StrAppend(&out, "  hang timeout:        ",
                   plan.hang_timeout_s > 0 ? absl::StrCat(plan.hang_timeout_s, " s") : "off", "\n");
+  absl::StrAppend(&out, "  DDP overlap:         ",
+                  DescribeDdpOverlap(plan, std::getenv(env::kOmpNumThreads),
+                                     std::getenv(env::kOverlap), UsableCores()),
+                  "\n");
   absl::StrAppend(&out, "  command:             ", absl::StrJoin(argv, " "), "\n");
   return out;
+}
+
+std::string DescribeDdpOverlap(const LaunchPlan& plan, const char* omp_threads, const char* overlap,
+                               int cores) {
+  if (plan.world_size <= 1) return "none (world size 1)";
+  const std::string forced = overlap != nullptr ? absl::AsciiStrToLower(overlap) : "";
+  if (forced == "on" || forced == "off")
+    return absl::StrCat(forced, " (ACCEL_OVERLAP=", forced, ")");
+  if (!plan.use_cpu) return "on (GPU)";
+  // The launcher sets OMP_NUM_THREADS=1 for several processes unless the user set it.
+  int threads = plan.nproc_per_machine > 1 ? 1 : cores;
+  if (omp_threads != nullptr && (!absl::SimpleAtoi(omp_threads, &threads) || threads < 1)) {
+    threads = 1;
+  }
+  return DescribeOverlap(plan.nproc_per_machine, threads, cores);
 }
 
 }  // namespace accel::launcher

@@ -100,6 +100,12 @@ EffectiveValues EffectiveValuesOf(const Config& config, const LaunchPlan& plan,
 // Returns EffectiveValuesOf for a plan of `config` on this machine's GPUs (CountGpus); nothing
 // when the config cannot be planned here (a launch reports that).
 EffectiveValues EffectiveConfig(const Config& config);
+// Returns whether libaccel's DDP will overlap communication with backward on this machine, and
+// why (common/overlap.h's rule): "on: 2 processes x 1 threads < 16 cores", "off: ...", "on (GPU)",
+// "on (ACCEL_OVERLAP=on)", or "none (world size 1)". `omp_threads` / `overlap` are the user's
+// OMP_NUM_THREADS / ACCEL_OVERLAP (null when unset); `cores` this machine's usable cores.
+std::string DescribeDdpOverlap(const LaunchPlan& plan, const char* omp_threads, const char* overlap,
+                               int cores);
 
 }  // namespace accel::launcher
 

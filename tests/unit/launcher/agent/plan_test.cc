@@ -213,6 +213,26 @@ TEST(PlanTest, FormatSaysWhatTheWorkersGetForTheirOwnSettings) {
   EXPECT_THAT(text, HasSubstr("MASTER_PORT:         29555 (main_process_port)\n"));
   plan->fixed_master_port = 0;
   EXPECT_THAT(FormatPlan(*plan, {"train.py"}), HasSubstr("MASTER_PORT:         a free port\n"));
+  EXPECT_THAT(text, HasSubstr("DDP overlap:"));
+}
+
+TEST(PlanTest, DdpOverlapIsOffWhenProcessesTimesThreadsFillTheCores) {
+  Config c;
+  c.num_processes = 2;
+  c.use_cpu = true;
+  auto plan = MakePlan(c, 0, "");
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(DescribeDdpOverlap(*plan, nullptr, nullptr, 2),
+            "off: 2 processes x 1 threads >= 2 cores");
+  EXPECT_EQ(DescribeDdpOverlap(*plan, nullptr, nullptr, 16),
+            "on: 2 processes x 1 threads < 16 cores");
+  EXPECT_EQ(DescribeDdpOverlap(*plan, "8", nullptr, 16),
+            "off: 2 processes x 8 threads >= 16 cores");
+  EXPECT_EQ(DescribeDdpOverlap(*plan, nullptr, "ON", 2), "on (ACCEL_OVERLAP=on)");
+  plan->use_cpu = false;
+  EXPECT_EQ(DescribeDdpOverlap(*plan, nullptr, nullptr, 2), "on (GPU)");
+  plan->world_size = 1;
+  EXPECT_EQ(DescribeDdpOverlap(*plan, nullptr, nullptr, 2), "none (world size 1)");
 }
 
 }  // namespace
