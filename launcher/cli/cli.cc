@@ -177,13 +177,16 @@ int WriteConfig(const LaunchArgs& parsed, Config config, const CliContext& conte
 // every problem and returns false when the result is not a valid config.
 bool ApplyDefaultOptions(const LaunchArgs& parsed, const CliContext& context, Config* config) {
   std::vector<Diagnostic> problems;
-  for (const auto& [key, text] : parsed.flags) {
-    const KeySpec* spec = FindKey(key);
+  for (const FlagValue& flag : parsed.flags) {
+    const KeySpec* spec = FindKey(flag.key);
     const absl::Status status = spec == nullptr ? absl::InvalidArgumentError("unknown key")
-                                                : spec->set(ScalarValue(text), config);
+                                                : spec->set(ScalarValue(flag.text), config);
     if (!status.ok()) {
-      problems.push_back(
-          {absl::StrCat("--", key, " ", text), 0, 0, "", std::string(status.message())});
+      Diagnostic d;
+      d.where =
+          flag.spelling.empty() ? absl::StrCat("--", flag.key, " ", flag.text) : flag.spelling;
+      d.message = std::string(status.message());
+      problems.push_back(std::move(d));
     }
   }
   if (config->num_machines > 1 && config->main_process_port == 0) {

@@ -198,7 +198,6 @@ TEST(ConfigResolveTest, SlurmFillsUnlessEnvironmentOrFlagsSetThem) {
 
   EXPECT_EQ(r.config.main_process_port, 29500) << "the file's port wins over Slurm's";
 
-  options.flags = {{"machine_rank", "0"}, {"main_process_ip", "10.0.0.9"}};
   options.flags = {{"machine_rank", "0", ""}, {"main_process_ip", "10.0.0.9", ""}};
   r = ResolveConfig(options);
   EXPECT_EQ(r.config.machine_rank, 0);
@@ -211,7 +210,7 @@ TEST(ConfigResolveTest, SlurmPicksThePortWhenNothingSetsIt) {
                                     {"SLURM_NODEID", "0"},
                                     {"SLURM_NNODES", "2"},
                                     {"SLURM_JOB_NODELIST", "n[0-1]"}});
-  options.flags = {{"num_processes", "4"}};
+  options.flags = {{"num_processes", "4", ""}};
   ResolvedConfig r = ResolveConfig(options);
   EXPECT_TRUE(r.problems.empty()) << FormatDiagnostics(r.problems);
   EXPECT_EQ(r.config.main_process_port, 10077);
@@ -242,7 +241,7 @@ TEST(ConfigResolveTest, KubernetesIndexGivesTheRankAndThePodTemplateTheRest) {
                                     {"ACCEL_NUM_MACHINES", "2"},
                                     {"ACCEL_MAIN_PROCESS_IP", "train-0.train"},
                                     {"ACCEL_MAIN_PROCESS_PORT", "29500"}});
-  options.flags = {{"num_processes", "4"}};
+  options.flags = {{"num_processes", "4", ""}};
   ResolvedConfig r = ResolveConfig(options);
   EXPECT_TRUE(r.problems.empty()) << FormatDiagnostics(r.problems);
   EXPECT_EQ(r.config.machine_rank, 1);
