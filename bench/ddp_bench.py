@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
 """DDP training throughput: train.bin under accel-launch vs the same MLP in Python DDP under
-Debian's torchrun (gloo), same sizes, same accumulation, 1 and 2 processes, in one run.
-Also train.bin with communication overlap on vs off (2 processes).
+Debian's torchrun (gloo, through bench/torchrun_compat.py, --monitor_interval 0.1), like for like:
+same model, SGD on both sides, same data path (synthetic teacher set, DistributedSampler-style
+shards, index_select batches), same accumulation, OMP_NUM_THREADS=1 per process with 2 (both
+launchers set it). For each (model, processes) the variants run alternately, --runs times each
+(default 5), and the median samples/s is reported. With 2 processes, train.bin also runs with
+the shared-memory all-reduce off (ACCEL_SHM=off: Gloo) and with overlap forced on.
 
 Prints a table, writes bench/results/ddp_bench.{csv,json}. Not a test: numbers, not verdicts.
-Usage: /usr/bin/python3 bench/ddp_bench.py [--build build] [--steps 60] [--quick]
+Usage: /usr/bin/python3 bench/ddp_bench.py [--build build] [--steps 200] [--runs 5] [--quick]
 """
 import argparse
 import csv
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -17,6 +22,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PY = "/usr/bin/python3"
+LR = 0.01
 
 MODELS = {
     # name: (input_dim, hidden, layers, classes, batch, accumulation)
@@ -44,76 +50,100 @@ def run(cmd, env=None, timeout=900):
     return result
 
 
-def ours(build, model, world, steps, warmup, overlap=True):
+def ours(build, model, world, steps, warmup, env=None):
     d, h, layers, c, b, a = MODELS[model]
     cmd = [f"{build}/launcher/accel-launch", "--use_cpu", "--num_processes", str(world),
            "--gradient_accumulation_steps", str(a), "--mixed_precision", "no",
            f"{build}/examples/train.bin", "--input-dim", str(d), "--hidden", str(h),
            "--layers", str(layers), "--classes", str(c), "--batch-size", str(b),
-           "--steps", str(steps), "--warmup", str(warmup), "--samples", str(64 * b * world)]
-    if not overlap:
-        cmd.append("--no-overlap")
-    return run(cmd)
+           "--optimizer", "sgd", "--lr", str(LR), "--steps", str(steps), "--warmup", str(warmup),
+           "--samples", str(64 * b * world)]
+    return run(cmd, env)
 
 
 def python_ddp(model, world, steps, warmup, tries=2):
     d, h, layers, c, b, a = MODELS[model]
     cmd = [PY, f"{HERE}/torchrun_compat.py", "--standalone", f"--nproc_per_node={world}",
+           "--monitor_interval", "0.1",
            f"{HERE}/torch_mlp.py", "--input-dim", str(d), "--hidden", str(h), "--layers",
            str(layers), "--classes", str(c), "--batch-size", str(b), "--grad-accum", str(a),
-           "--steps", str(steps), "--warmup", str(warmup)]
+           "--optimizer", "sgd", "--lr", str(LR), "--steps", str(steps), "--warmup", str(warmup),
+           "--samples", str(64 * b * world), "--dataset", "teacher"]
+    env = {"OMP_NUM_THREADS": "1"} if world > 1 else {}
     # torchrun's c10d store start-up occasionally races its own workers (a store.set traceback
     # on this 2-core machine); one retry, and the failure is printed, not hidden.
     for attempt in range(tries):
         try:
-            return run(cmd)
+            return run(cmd, env)
         except RuntimeError as e:
             if attempt + 1 == tries:
                 raise
             print(f"torchrun failed, retrying once: {str(e).splitlines()[0]}", file=sys.stderr)
 
 
+def variants(build, model, world, steps, warmup):
+    """name -> zero-argument function returning one run's samples/s."""
+    out = {
+        "accel": lambda: ours(build, model, world, steps, warmup)["samples_per_sec"],
+        "torchrun": lambda: python_ddp(model, world, steps, warmup)["samples_per_sec"],
+    }
+    if world > 1:
+        out["accel shm=off"] = lambda: ours(build, model, world, steps, warmup,
+                                            {"ACCEL_SHM": "off"})["samples_per_sec"]
+        out["accel overlap=on"] = lambda: ours(build, model, world, steps, warmup,
+                                               {"ACCEL_OVERLAP": "on"})["samples_per_sec"]
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
-    p.add_argument("--steps", type=int, default=60)
-    p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--quick", action="store_true", help="one small model, 10 steps")
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--runs", type=int, default=5, help="alternating runs of each variant")
+    p.add_argument("--quick", action="store_true",
+                   help="small model, 2 processes, 12 steps, 1 run: checks the bench end to end")
+    p.add_argument("--models", default=",".join(MODELS), help="comma list of " + ", ".join(MODELS))
+    p.add_argument("--worlds", default="1,2", help="comma list of process counts")
     p.add_argument("--out", default=os.path.join(HERE, "results"))
     a = p.parse_args()
-    models = ["64-128x3-10"] if a.quick else list(MODELS)
-    steps = 10 if a.quick else a.steps
+    models = ["64-128x3-10"] if a.quick else a.models.split(",")
+    worlds = (2,) if a.quick else tuple(int(w) for w in a.worlds.split(","))
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        p.error(f"unknown model(s) {unknown}; known: {', '.join(MODELS)}")
+    steps, warmup, runs = (12, 2, 1) if a.quick else (a.steps, a.warmup, a.runs)
     rows = []
     for model in models:
-        for world in (1, 2):
-            mine = ours(a.build, model, world, steps, a.warmup)
-            peer = python_ddp(model, world, steps, a.warmup)
-            rows.append({"model": model, "world": world, "variant": "overlap",
-                         "accel_samples_s": mine["samples_per_sec"],
-                         "torch_samples_s": peer["samples_per_sec"],
-                         "ratio": mine["samples_per_sec"] / peer["samples_per_sec"]})
-        no_overlap = ours(a.build, model, 2, steps, a.warmup, overlap=False)
-        with_overlap = next(r for r in rows if r["model"] == model and r["world"] == 2)
-        rows.append({"model": model, "world": 2, "variant": "no-overlap",
-                     "accel_samples_s": no_overlap["samples_per_sec"],
-                     "torch_samples_s": with_overlap["torch_samples_s"],
-                     "ratio": no_overlap["samples_per_sec"] / with_overlap["torch_samples_s"],
-                     "overlap_speedup": with_overlap["accel_samples_s"] / no_overlap["samples_per_sec"]})
+        for world in worlds:
+            fns = variants(a.build, model, world, steps, warmup)
+            samples = {name: [] for name in fns}
+            for i in range(runs):
+                order = list(fns) if i % 2 == 0 else list(reversed(fns))  # alternate
+                for name in order:
+                    samples[name].append(fns[name]())
+                    print(f"{model} world {world} run {i + 1}/{runs} {name}: "
+                          f"{samples[name][-1]:.0f} samples/s", file=sys.stderr)
+            peer = statistics.median(samples["torchrun"])
+            for name, values in samples.items():
+                med = statistics.median(values)
+                rows.append({"model": model, "world": world, "variant": name,
+                             "median_samples_s": med, "runs": values,
+                             "vs_torchrun": med / peer})
 
-    print(f"\n{'model':<16}{'world':>6}{'variant':>12}{'accel samples/s':>17}"
-          f"{'torchrun samples/s':>20}{'ratio':>8}")
+    print(f"\n{'model':<16}{'world':>6}{'variant':>18}{'median samples/s':>18}{'vs torchrun':>13}")
     for r in rows:
-        extra = f"  (overlap speed-up {r['overlap_speedup']:.2f}x)" if "overlap_speedup" in r else ""
-        print(f"{r['model']:<16}{r['world']:>6}{r['variant']:>12}{r['accel_samples_s']:>17.0f}"
-              f"{r['torch_samples_s']:>20.0f}{r['ratio']:>7.2f}x{extra}")
+        print(f"{r['model']:<16}{r['world']:>6}{r['variant']:>18}{r['median_samples_s']:>18.0f}"
+              f"{r['vs_torchrun']:>12.2f}x")
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "ddp_bench.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["model", "world", "variant", "accel_samples_s",
-                                          "torch_samples_s", "ratio", "overlap_speedup"])
+        w = csv.DictWriter(f, fieldnames=["model", "world", "variant", "median_samples_s",
+                                          "vs_torchrun", "runs"])
         w.writeheader()
         w.writerows(rows)
     with open(os.path.join(a.out, "ddp_bench.json"), "w") as f:
-        json.dump({"steps": steps, "rows": rows, "nproc": os.cpu_count()}, f, indent=2)
+        json.dump({"steps": steps, "warmup": warmup, "runs": runs, "rows": rows,
+                   "nproc": os.cpu_count()}, f, indent=2)
     print(f"\nwrote {a.out}/ddp_bench.csv and ddp_bench.json")
 
 

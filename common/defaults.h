@@ -21,6 +21,10 @@ inline constexpr seconds kRdzvTimeout{900};
 // Machine 0's rendezvous port when the config gives none (accelerate's and torchrun's default);
 // also MASTER_PORT when no free port can be picked.
 inline constexpr int kMainProcessPort = 29500;
+// Under Slurm with no port set: kSlurmPortBase + SLURM_JOB_ID % kSlurmPortSpan, the same on every
+// node of a job, different for jobs that share a first node (below Linux's ephemeral ports).
+inline constexpr int kSlurmPortBase = 10000;
+inline constexpr int kSlurmPortSpan = 10000;
 // Agent heartbeat period and how many missed periods declare an agent lost.
 inline constexpr milliseconds kHeartbeatInterval{500};
 inline constexpr int kMissedHeartbeatsLost = 6;
@@ -39,6 +43,10 @@ inline constexpr milliseconds kServerSweepInterval{100};
 // How long the rendezvous server's shutdown waits for in-flight calls before cancelling them.
 inline constexpr seconds kServerShutdownGrace{2};
 
+// The shared-memory all-reduce: bytes per rank per slot (the segment holds two sets of slots);
+// collectives move through it in chunks of this size.
+inline constexpr std::int64_t kShmSlotBytes = 1 << 20;
+
 // KV store limits.
 inline constexpr std::int64_t kMaxKeyBytes = 1024;
 inline constexpr std::int64_t kMaxValueBytes = 16 * 1024 * 1024;
@@ -47,11 +55,26 @@ inline constexpr int kMaxKeysPerWait = 1024;
 // Largest gRPC message the rendezvous server accepts (a value plus its key and namespace).
 inline constexpr int kMaxMessageBytes = 17 * 1024 * 1024;
 
+// Bounded input (issue 12). A config file larger than this, or whose YAML aliases expand to
+// more nodes than this, is refused before it is read further (exit 2).
+inline constexpr std::int64_t kMaxConfigFileBytes = 1024 * 1024;
+inline constexpr int kMaxConfigYamlNodes = 10000;
+// Upper bounds checked by validation before anything is sized by them.
+inline constexpr int kMaxMachines = 65536;
+inline constexpr int kMaxProcesses = 1 << 20;         // total over all machines
+inline constexpr int kMaxProcessesPerMachine = 1024;  // workers one launcher spawns
+// What the KV store counts per entry on top of its namespace, key and value bytes (hash-table
+// slot, string headers, allocator rounding), so that its byte cap bounds its resident memory.
+inline constexpr std::int64_t kStoreEntryOverheadBytes = 256;
+
 // Supervision: SIGTERM → shutdown grace → SIGKILL; how often workers are polled (hang checks);
 // how long output pipes still open after every worker was reaped are drained.
 inline constexpr seconds kShutdownGrace{30};
 inline constexpr milliseconds kMonitorInterval{100};
 inline constexpr seconds kOutputDrainTimeout{2};
+// A worker killed by SIGTERM/SIGINT/SIGHUP/SIGKILL from outside counts as a failure only if no
+// signal reaches the launcher within this long (a scheduler signals workers and launcher alike).
+inline constexpr milliseconds kOwnSignalGrace{1000};
 
 // Hang detection (jobs of two or more processes): a job in which no rank advanced (libaccel's
 // progress counters), used CPU or wrote output for kHangTimeout is ended and the rank that stopped

@@ -1,7 +1,8 @@
 // The environment contract between the launcher and its workers.
 //
-// The launcher sets these variables in every worker; libaccel and unmodified torchrun-style
-// scripts read them (through common/env_reader.h). launcher/ and worker/ both include it, so it
+// The launcher sets these variables in its workers (which, when: launcher/agent/worker_env.h);
+// libaccel and unmodified torchrun-style and HF accelerate scripts read them (libaccel through
+// common/env_reader.h). launcher/ and worker/ both include it, so it
 // depends on nothing but the standard library.
 #ifndef ACCEL_COMMON_ENV_CONTRACT_H_
 #define ACCEL_COMMON_ENV_CONTRACT_H_
@@ -16,6 +17,7 @@ inline constexpr char kLocalWorldSize[] = "LOCAL_WORLD_SIZE";
 inline constexpr char kGroupRank[] = "GROUP_RANK";
 inline constexpr char kGroupWorldSize[] = "GROUP_WORLD_SIZE";
 inline constexpr char kRoleRank[] = "ROLE_RANK";
+inline constexpr char kRoleWorldSize[] = "ROLE_WORLD_SIZE";
 inline constexpr char kRoleName[] = "ROLE_NAME";
 inline constexpr char kMasterAddr[] = "MASTER_ADDR";
 inline constexpr char kMasterPort[] = "MASTER_PORT";
@@ -29,6 +31,16 @@ inline constexpr char kMixedPrecision[] = "ACCELERATE_MIXED_PRECISION";  // no |
 inline constexpr char kUseCpu[] = "ACCELERATE_USE_CPU";                  // true | false
 inline constexpr char kDebugMode[] = "ACCELERATE_DEBUG_MODE";            // true | false
 inline constexpr char kGradientAccumulationSteps[] = "ACCELERATE_GRADIENT_ACCUMULATION_STEPS";
+inline constexpr char kDynamoBackend[] = "ACCELERATE_DYNAMO_BACKEND";  // NO | INDUCTOR | ...
+inline constexpr char kDynamoMode[] = "ACCELERATE_DYNAMO_MODE";
+inline constexpr char kDynamoUseFullgraph[] = "ACCELERATE_DYNAMO_USE_FULLGRAPH";  // True | False
+inline constexpr char kDynamoUseDynamic[] = "ACCELERATE_DYNAMO_USE_DYNAMIC";
+inline constexpr char kDynamoUseRegionalCompilation[] =
+    "ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION";
+inline constexpr char kCpuAffinity[] = "ACCELERATE_CPU_AFFINITY";  // 1 when enable_cpu_affinity
+// Intel OpenMP's, set by accelerate launch for CPU jobs.
+inline constexpr char kKmpAffinity[] = "KMP_AFFINITY";
+inline constexpr char kKmpBlocktime[] = "KMP_BLOCKTIME";
 
 // Ours.
 // host:port of the rendezvous server's KV store; "file:///dir" for a file store.
@@ -50,6 +62,10 @@ inline constexpr char kCollectiveTimeoutMs[] = "ACCEL_COLLECTIVE_TIMEOUT_MS";
 // rendezvous from, or local_addr / network_interface): collectives bind there. Unset on a
 // single-machine job, where everything talks over loopback.
 inline constexpr char kLocalAddr[] = "ACCEL_LOCAL_ADDR";
+// libaccel's own switches, read by Options::FromEnv (the launcher passes them through):
+// DDP overlap (auto | on | off) and the shared-memory all-reduce (auto | on | off).
+inline constexpr char kOverlap[] = "ACCEL_OVERLAP";
+inline constexpr char kShm[] = "ACCEL_SHM";
 // CUDA device selection, from gpu_ids.
 inline constexpr char kCudaVisibleDevices[] = "CUDA_VISIBLE_DEVICES";
 

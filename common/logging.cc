@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/live_line.h"
+#include "common/printable.h"
 
 namespace accel {
 namespace {
@@ -35,7 +36,11 @@ void InitLogging(bool verbose) {
   spdlog::set_default_logger(logger);
 }
 
-void Notice(absl::string_view message) { NoticeBlock(absl::StrCat(kLogPrefix, message, "\n")); }
+void Notice(absl::string_view message) {
+  // One line, whatever the message carries (a peer's host name, a file's bytes).
+  NoticeBlock(
+      absl::StrCat(kLogPrefix, Printable(std::string_view(message.data(), message.size())), "\n"));
+}
 
 void NoticeBlock(absl::string_view text) {
   WriteAboveLiveLine([text] {

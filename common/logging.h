@@ -23,7 +23,7 @@ inline constexpr char kLogPrefix[] = "[accel-launch] ";
 // Configures the default logger once: stderr, "[accel-launch] <level>: msg"; `verbose` → debug.
 void InitLogging(bool verbose);
 
-// Writes "[accel-launch] <message>\n" to stderr.
+// Writes "[accel-launch] <message>\n" to stderr, the message made Printable (common/printable.h).
 void Notice(absl::string_view message);
 
 // Writes `text` to stderr exactly as given (a report that ends with its own newline).

@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -94,7 +93,7 @@ double ParamChecksum(torch::nn::Module& model) {
 Options TrainOptions(const TrainFlags& flags) {
   Options options = Options::FromEnv();
   if (flags.grad_accum) options.gradient_accumulation_steps = *flags.grad_accum;
-  options.overlap = flags.overlap;
+  if (!flags.overlap) options.overlap = Overlap::kOff;
   return options;
 }
 
@@ -160,13 +159,14 @@ struct StepRange {
   std::int64_t total_steps = 0;
 };
 
-// Resumes from --checkpoint_dir when --resume finds one there; returns the steps left to run.
+// Resumes from --checkpoint_dir when --resume finds a checkpoint there by load_state's rule (the
+// directory, or "<dir>.old" after a crash mid-save); returns the steps left to run.
 StepRange ResumeOrStart(const TrainFlags& flags, Accelerator& acc, const DataLoader& loader) {
   const int accumulation = acc.gradient_accumulation_steps();
   StepRange range;
   const std::int64_t per_epoch = StepsPerEpoch(loader.size(), accumulation);
   range.total_steps = flags.steps > 0 ? flags.steps : flags.epochs * per_epoch;
-  if (flags.resume && std::filesystem::exists(flags.checkpoint_dir)) {
+  if (flags.resume && acc.has_state(flags.checkpoint_dir)) {
     acc.load_state(flags.checkpoint_dir);
     range.start = PositionAfter(acc.step_count(), loader.size(), accumulation);
     acc.print("resumed from ", flags.checkpoint_dir, " at step ", acc.step_count());
@@ -226,17 +226,24 @@ RunResult RunSteps(const TrainFlags& flags, const StepRange& range, Accelerator&
       });
       acc.backward(loss);
       if (flags.max_grad_norm > 0) acc.clip_grad_norm(flags.max_grad_norm);
-      if (!acc.step(*job.optimizer)) continue;
-      last_loss = loss.item<double>();
-      if (result.first_loss < 0) result.first_loss = last_loss;
-      if (acc.step_count() == flags.warmup && flags.warmup > 0)
-        throughput.Restart(acc.step_count());
-      if (acc.is_main_process()) progress.Update(sample());
-      if (!flags.checkpoint_dir.empty() && flags.save_every > 0 &&
-          acc.step_count() % flags.save_every == 0) {
+      acc.step(*job.optimizer);  // false on a micro-step and on a step skipped by fp16 overflow
+      if (!sync.sync_gradients()) continue;
+      const std::int64_t step = acc.step_count();
+      const bool warmup_end = flags.warmup > 0 && step == flags.warmup;
+      const bool last = step >= range.total_steps;
+      // Reading the loss waits for the device: every --log-every steps, and where the clock needs
+      // the device idle (the end of warm-up, the last step).
+      if (result.first_loss < 0 || warmup_end || last ||
+          (flags.log_every > 0 && step % flags.log_every == 0)) {
+        last_loss = loss.item<double>();
+        if (result.first_loss < 0) result.first_loss = last_loss;
+        if (acc.is_main_process()) progress.Update(sample());
+      }
+      if (warmup_end) throughput.Restart(step);
+      if (!flags.checkpoint_dir.empty() && flags.save_every > 0 && step % flags.save_every == 0) {
         acc.save_state(flags.checkpoint_dir);
       }
-      if (acc.step_count() >= range.total_steps) break;
+      if (last) break;
     }
   }
   result.last = sample();
@@ -262,6 +269,10 @@ int Train(const TrainFlags& flags) {
   Accelerator acc(TrainOptions(flags));
   std::optional<Dataset> set = LoadData(flags);
   if (!set) return accel::kExitUsage;
+  if (flags.device_data) {  // batches are then gathered on the device, like a GPU-resident set
+    set->data = set->data.to(acc.device());
+    set->target = set->target.to(acc.device());
+  }
   Job job = PrepareJob(flags, acc, *set);
   const StepRange range = ResumeOrStart(flags, acc, job.loader);
   const RunResult result = RunSteps(flags, range, acc, job);

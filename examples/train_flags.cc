@@ -41,6 +41,11 @@ std::string TrainUsage() {
   --warmup N                 steps left out of samples/s (default 0)
   --seed N                   data, teacher and init seed (default 0)
   --no-overlap               all-reduce after backward instead of during it (benchmarks)
+  --device-data              keep the whole data set on the training device; batches are
+                             gathered there (benchmarks: no host-to-device copy of the data)
+  --log-every N              read the loss (a device sync) and show progress every N steps,
+                             plus the first, the end of warm-up and the last; 0: only those
+                             (default 1)
 )";
 }
 
@@ -91,6 +96,7 @@ std::optional<TrainFlags> ParseTrainFlags(const std::vector<std::string>& args,
       {"warmup", num(&flags.warmup)},
       {"seed", num(&flags.seed)},
       {"max-grad-norm", num(&flags.max_grad_norm)},
+      {"log-every", num(&flags.log_every)},
   };
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];
@@ -115,6 +121,10 @@ std::optional<TrainFlags> ParseTrainFlags(const std::vector<std::string>& args,
     }
     if (name == "no-overlap") {
       flags.overlap = false;
+      continue;
+    }
+    if (name == "device-data") {
+      flags.device_data = true;
       continue;
     }
     auto it = with_value.find(name);
@@ -147,6 +157,7 @@ std::optional<TrainFlags> ParseTrainFlags(const std::vector<std::string>& args,
   if (flags.warmup < 0 || (flags.steps > 0 && flags.warmup >= flags.steps)) {
     problems << "train.bin: --warmup must be in [0, --steps), got " << flags.warmup << "\n";
   }
+  if (flags.log_every < 0) problems << "train.bin: --log-every must not be negative\n";
   if (flags.lr <= 0) problems << "train.bin: --lr must be positive\n";
   if (flags.resume && flags.checkpoint_dir.empty()) {
     problems << "train.bin: --resume needs --checkpoint-dir\n";

@@ -30,6 +30,9 @@ struct TrainFlags {
   std::uint64_t seed = 0;
   double max_grad_norm = 0;  // 0 = no clipping
   bool overlap = true;       // --no-overlap: all-reduce after backward (benchmarks)
+  bool device_data = false;  // --device-data: the whole set on the training device (benchmarks)
+  std::int64_t log_every =
+      1;  // read the loss every N steps (and first, warm-up end, last); 0: only those
   bool help = false;
 };
 

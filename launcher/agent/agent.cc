@@ -16,10 +16,16 @@
 #include "common/net.h"
 #include "common/random.h"
 #include "common/seconds.h"
+#include "launcher/agent/command.h"
+#include "launcher/agent/cpu_affinity.h"
+#include "launcher/agent/master_port.h"
 #include "launcher/agent/plan.h"
 #include "launcher/agent/preflight_run.h"
 #include "launcher/agent/rendezvous.h"
+#include "launcher/agent/rendezvous_token.h"
+#include "launcher/agent/single_worker.h"
 #include "launcher/agent/status_exchange.h"
+#include "launcher/agent/worker_env.h"
 #include "launcher/process/failure_report.h"
 #include "launcher/process/hang.h"
 #include "launcher/process/os_util.h"
@@ -43,6 +49,8 @@ std::string FormatHangNotes(const std::vector<std::string>& notes) {
   return out;
 }
 
+constexpr char kLoopback[] = "127.0.0.1";  // MASTER_ADDR of a one-machine job
+
 // One launch on this machine: Prepare, then one attempt after another (RunOneAttempt), each
 // followed by a decision (AfterAttempt): done, restart, or stop with an exit code.
 class Agent {
@@ -56,13 +64,19 @@ class Agent {
   // Plans the job, sets up the rendezvous, resolves the program and prints the plan. Returns the
   // exit code when the launch ends here (an error, a dry run), nullopt to go on.
   std::optional<int> Prepare();
+  // Resolves the program every worker runs into command_ (a .py through the interpreter, -m, a
+  // PATH lookup). Returns kExitUsage, having said why, when it does not resolve.
+  std::optional<int> ResolveCommand();
   // Makes plan_ (with its run id) and prints its notices. Returns false, having said why, when
   // the configuration cannot be planned.
   bool PlanJob();
-  // Returns true when the job is one process with nothing to watch: the launcher execs it.
+  // Fills the plan's settings that come from the command line and this machine (torchrun style,
+  // role, explicit accumulation, cores, CPU shares, the fixed MASTER_PORT).
+  void CompletePlan();
+  // Returns true when the job is one process with nothing to watch (single_worker.h).
   bool RunsAsSingleWorker() const;
-  // Replaces the launcher with the only worker of a one-process job (no rendezvous).
-  int ExecSingleWorker();
+  // Runs the only worker of a one-process job (no rendezvous) as its parent.
+  int RunOnlyWorker();
   // Returns the run directory: <log_dir>/<run_id>, or a scratch directory under TMPDIR.
   std::string RunDirectory() const;
   SupervisorOptions MakeSupervisorOptions() const;
@@ -80,6 +94,8 @@ class Agent {
   // Returns the job's root cause when it is not `local_root` (another machine failed first and
   // ours followed), as the rendezvous says within defaults::kRootCauseWait.
   std::optional<WorkerFailure> JobRootCause(const WorkerFailure& local_root) const;
+  // Returns MASTER_PORT for a job without rendezvous server: the fixed port, or a free one.
+  int MasterPort() const;
   // Returns the scratch directory of `attempt` (error and progress files).
   std::string AttemptScratchDir(int attempt) const;
   absl::StatusOr<std::vector<WorkerLaunch>> MakeWorkers(const RendezvousResult& rdzv);
@@ -91,7 +107,7 @@ class Agent {
   AbortChannel& abort_;
   LaunchPlan plan_;
   std::unique_ptr<AgentRendezvous> rendezvous_;  // null for a single process
-  std::string program_;
+  WorkerCommand command_;                        // what every worker execs
   std::string host_ = HostName();
   std::string scratch_root_;  // removed at the end when it is ours (no log_dir)
   std::vector<std::string> base_env_ = CurrentEnvironment();
@@ -107,15 +123,31 @@ int Agent::Run() {
     return kExitOk;
   }
   if (RunsAsSingleWorker()) {
-    return ExecSingleWorker();
+    return RunOnlyWorker();
   }
-  scratch_root_ = RunDirectory();
   Supervisor supervisor(MakeSupervisorOptions(), signals_, abort_);
   for (int restarts = 0;; ++restarts) {
     if (std::optional<int> code = RunOneAttempt(supervisor, restarts); code.has_value()) {
       return Finish(*code);
     }
   }
+}
+
+std::optional<int> Agent::ResolveCommand() {
+  ProgramOptions program_options;
+  program_options.module = request_.module;
+  program_options.no_python = request_.no_python;
+  program_options.run_path = request_.run_path;
+  program_options.python = config_.python;
+  const char* path_env = std::getenv("PATH");
+  auto command =
+      ResolveWorkerCommand(request_.argv, program_options, path_env != nullptr ? path_env : "");
+  if (!command.ok()) {
+    Notice(absl::StrCat("launch: ", command.status().message()));
+    return kExitUsage;
+  }
+  command_ = *std::move(command);
+  return std::nullopt;
 }
 
 std::optional<int> Agent::Prepare() {
@@ -126,7 +158,26 @@ std::optional<int> Agent::Prepare() {
   if (!PlanJob()) {
     return kExitUsage;
   }
-  auto rdzv = AgentRendezvous::Create(config_, plan_, host_, request_.dry_run);
+  // The program resolves for a dry run exactly as for a launch: the same error, the same code.
+  if (!request_.preflight_only) {
+    if (std::optional<int> code = ResolveCommand(); code.has_value()) return code;
+  }
+  if (absl::Status port = CheckMasterPort(plan_, kLoopback); !port.ok()) {
+    Notice(port.message());
+    return kExitRendezvous;
+  }
+  std::string token;
+  if (!plan_.single_process) {
+    auto found = FindRendezvousToken(config_, request_.dry_run);
+    if (!found.ok()) {
+      Notice(absl::StrCat("rendezvous token: ", found.status().message()));
+      return kExitUsage;
+    }
+    for (const std::string& warning : found->warnings) Notice(absl::StrCat("warning: ", warning));
+    token = std::move(found->token);
+    plan_.rendezvous_token_source = found->source;
+  }
+  auto rdzv = AgentRendezvous::Create(config_, plan_, host_, token, request_.dry_run);
   if (!rdzv.ok()) {
     Notice(rdzv.status().message());
     return kExitRendezvous;
@@ -136,20 +187,24 @@ std::optional<int> Agent::Prepare() {
     plan_.rendezvous_endpoint = rendezvous_->endpoint();
   }
   if (request_.dry_run) {
-    std::fputs(FormatPlan(plan_, request_.argv).c_str(), stdout);  // the command's output
+    std::fputs(FormatPlan(plan_, command_.argv).c_str(), stdout);  // the command's output
     return kExitOk;
   }
   if (request_.preflight_only) return std::nullopt;
-
-  const char* path_env = std::getenv("PATH");
-  auto program = ResolveProgram(request_.argv.front(), path_env != nullptr ? path_env : "");
-  if (!program.ok()) {
-    Notice(absl::StrCat("launch: ", program.status().message()));
-    return kExitUsage;
-  }
-  program_ = *std::move(program);
-  NoticeBlock(FormatPlan(plan_, request_.argv));
+  NoticeBlock(FormatPlan(plan_, command_.argv));
   return std::nullopt;
+}
+
+void Agent::CompletePlan() {
+  plan_.torchrun_style = request_.torchrun_style;
+  plan_.torchrun_env = plan_.torchrun_env || request_.torchrun_style;
+  if (!request_.role.empty()) plan_.role_name = request_.role;
+  plan_.set_gradient_accumulation = request_.set_gradient_accumulation;
+  plan_.physical_cores = PhysicalCores("/sys");
+  if (plan_.cpu_affinity) {
+    plan_.cpu_sets = CpuShares(NumaNodes("/sys", AllowedCpus()), plan_.nproc_per_machine);
+  }
+  if (plan_.num_machines == 1) plan_.fixed_master_port = config_.main_process_port;
 }
 
 bool Agent::PlanJob() {
@@ -162,16 +217,20 @@ bool Agent::PlanJob() {
     return false;
   }
   plan_ = *std::move(plan);
-  if (plan_.run_id.empty()) {
-    // Every machine must join with the same id: derive it from what they already share.
-    plan_.run_id = plan_.num_machines > 1
-                       ? absl::StrCat("job-", config_.main_process_ip, "-",
-                                      config_.main_process_port, "-", config_.num_processes)
-                       : RandomHex(6).value_or(std::string(12, '0'));
+  if (plan_.run_id.empty() && plan_.machine_rank == 0) {
+    // Random, so nobody can guess it; machine 0's server serves it, and the other machines
+    // join with none and learn it from their Join answer.
+    auto id = RandomHex(8);
+    if (!id.ok()) {
+      Notice(absl::StrCat("make run id: ", id.status().message()));
+      return false;
+    }
+    plan_.run_id = absl::StrCat("job-", *id);
   }
   for (const std::string& notice : plan_.notices) {
     Notice(notice);
   }
+  CompletePlan();
   return true;
 }
 
@@ -204,8 +263,7 @@ absl::StatusOr<RendezvousResult> Agent::BeginAttempt(int restarts) {
   abort_.Reset();
   RendezvousResult result;
   result.attempt = restarts;
-  auto port = PickFreePort("127.0.0.1");
-  result.master_port = port.ok() ? *port : defaults::kMainProcessPort;
+  result.master_port = MasterPort();
   return result;
 }
 
@@ -215,7 +273,10 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
     Notice(joined.status().message());
     return kExitRendezvous;
   }
-  const RendezvousResult& result = *joined;
+  RendezvousResult& result = *joined;
+  if (!result.run_id.empty()) plan_.run_id = result.run_id;  // machine 0 named the run
+  if (scratch_root_.empty()) scratch_root_ = RunDirectory();
+  if (plan_.fixed_master_port > 0) result.master_port = plan_.fixed_master_port;
   if (std::optional<int> code = Preflight(result); code.has_value()) return code;
   auto workers = MakeWorkers(result);
   if (!workers.ok()) {
@@ -227,6 +288,9 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
       config_.log_dir.empty() ? "" : absl::StrCat(scratch_root_, "/attempt_", result.attempt);
   output.console = config_.log_dir.empty() || config_.tee;
   output.ranks_filter = config_.ranks_filter;
+  for (int local : config_.local_ranks_filter) {
+    output.ranks_filter.push_back(result.base_rank + local);  // torchrun's local ranks
+  }
   OutputRouter router(output);
 
   const bool can_restart = result.attempt < config_.max_restarts;
@@ -235,9 +299,9 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
       rendezvous_->ReportFailure(result.attempt, failure, can_restart);
     }
   };
-  auto on_interrupt = [&](int signal) {
+  auto on_interrupt = [&](int signal, const std::string& sender) {
     if (rendezvous_ != nullptr) {
-      rendezvous_->ReportInterrupted(result.attempt, signal);
+      rendezvous_->ReportInterrupted(result.attempt, signal, sender);
     }
   };
   std::unique_ptr<JobProgress> job;
@@ -285,7 +349,8 @@ std::optional<int> Agent::AfterAttempt(AttemptResult& attempt, int number, bool 
       }
       return kExitOk;
     case AttemptEnd::kInterrupted:
-      Notice(absl::StrCat("launch: interrupted by signal ", attempt.signal, "; workers stopped"));
+      Notice(absl::StrCat("launch: ", DescribeLauncherSignal(attempt.signal, attempt.signal_sender),
+                          "; workers stopped"));
       return ExitCodeForSignal(attempt.signal);
     case AttemptEnd::kSpawnFailed:
       Notice(attempt.spawn_error.message());
@@ -317,7 +382,7 @@ std::optional<int> Agent::AfterFailure(AttemptResult& attempt, int number, bool 
                         " (cause: ", DescribeCause(rows.front()), ")"));
     return std::nullopt;
   }
-  return ExitCodeFor(rows.front());
+  return kExitWorkerFailed;  // the worker's own code is in the report above
 }
 
 std::optional<WorkerFailure> Agent::JobRootCause(const WorkerFailure& local_root) const {
@@ -381,41 +446,42 @@ absl::StatusOr<std::vector<WorkerLaunch>> Agent::MakeWorkers(const RendezvousRes
       ::unlink(w.files.progress_file.c_str());
     }
     w.spec.label = absl::StrCat("worker rank=", w.rank);
-    w.spec.path = program_;
-    w.spec.argv = request_.argv;
+    w.spec.path = command_.path;
+    w.spec.argv = command_.argv;
     w.spec.env = WorkerEnv(plan_, rdzv, local, w.files, base_env_);
+    if (plan_.cpu_affinity) w.spec.cpus = plan_.cpu_sets[static_cast<size_t>(local)];
     workers.push_back(std::move(w));
   }
   return workers;
 }
 
-int Agent::ExecSingleWorker() {
+int Agent::MasterPort() const {
+  if (plan_.fixed_master_port > 0) return plan_.fixed_master_port;
+  auto port = PickFreePort(kLoopback);
+  return port.ok() ? *port : defaults::kMainProcessPort;
+}
+
+int Agent::RunOnlyWorker() {
   RendezvousResult rdzv;
-  auto port = PickFreePort("127.0.0.1");
-  rdzv.master_port = port.ok() ? *port : defaults::kMainProcessPort;
-  WorkerFiles files;  // the worker's error file goes next to nothing: the launcher is gone
+  rdzv.master_port = MasterPort();
+  SingleWorker worker;
   const char* tmp = std::getenv("TMPDIR");
-  files.error_file =
+  worker.error_file =
       absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/accel-", plan_.run_id, "-error.json");
-  std::vector<std::string> env = WorkerEnv(plan_, rdzv, 0, files, base_env_);
-  std::vector<char*> argv;
-  for (const std::string& a : request_.argv) {
-    argv.push_back(const_cast<char*>(a.c_str()));
-  }
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (const std::string& e : env) {
-    envp.push_back(const_cast<char*>(e.c_str()));
-  }
-  envp.push_back(nullptr);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  ::signal(SIGPIPE, SIG_DFL);
-  ::pthread_sigmask(SIG_SETMASK, &signals_.original_mask(), nullptr);
-  ::execve(program_.c_str(), argv.data(), envp.data());
-  const int err = errno;
-  Notice(absl::StrCat("spawn worker rank=0: execve ", program_, ": ", std::strerror(err)));
-  return kExitUsage;
+  ::unlink(worker.error_file.c_str());
+  WorkerFiles files;
+  files.error_file = worker.error_file;
+  worker.spec.label = "worker rank=0";
+  worker.spec.path = command_.path;
+  worker.spec.argv = command_.argv;
+  worker.spec.env = WorkerEnv(plan_, rdzv, 0, files, base_env_);
+  if (plan_.cpu_affinity) worker.spec.cpus = plan_.cpu_sets.front();
+  worker.machine_rank = plan_.machine_rank;
+  worker.host = host_;
+  worker.shutdown_grace = absl::FromChrono(FromSeconds(config_.shutdown_grace_s));
+  const int code = RunSingleWorker(std::move(worker), signals_);
+  ::unlink(files.error_file.c_str());
+  return code;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -13,8 +14,10 @@
 #include "absl/strings/strip.h"
 #include "common/backend.h"
 #include "common/defaults.h"
+#include "common/device_info.h"
 #include "common/env_contract.h"
 #include "common/env_reader.h"
+#include "common/overlap.h"
 #include "common/seconds.h"
 
 namespace accel::launcher {
@@ -49,38 +52,6 @@ absl::StatusOr<std::vector<int>> ParseGpuIds(const std::string& gpu_ids, int gpu
   return ids;
 }
 
-bool IsContractName(absl::string_view name) {
-  static const char* const kNames[] = {env::kRank,
-                                       env::kLocalRank,
-                                       env::kWorldSize,
-                                       env::kLocalWorldSize,
-                                       env::kGroupRank,
-                                       env::kGroupWorldSize,
-                                       env::kRoleRank,
-                                       env::kRoleName,
-                                       env::kMasterAddr,
-                                       env::kMasterPort,
-                                       env::kRestartCount,
-                                       env::kMaxRestarts,
-                                       env::kRunId,
-                                       env::kMixedPrecision,
-                                       env::kUseCpu,
-                                       env::kDebugMode,
-                                       env::kGradientAccumulationSteps,
-                                       env::kStoreEndpoint,
-                                       env::kRdzvToken,
-                                       env::kErrorFile,
-                                       env::kBackend,
-                                       env::kProgressFile,
-                                       env::kCollectiveTimeoutMs};
-  for (const char* known : kNames) {
-    if (name == known) {
-      return true;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 int CollectiveTimeoutMs(double hang_timeout_s) {
@@ -101,15 +72,23 @@ absl::StatusOr<LaunchPlan> MakePlan(const Config& config, int gpu_count,
   plan.gradient_accumulation_steps = config.gradient_accumulation_steps;
   plan.max_restarts = config.max_restarts;
   plan.debug = config.debug;
+  plan.num_cpu_threads_per_process = config.num_cpu_threads_per_process;
+  plan.dynamo_backend = config.dynamo_backend;
+  plan.dynamo_mode = config.dynamo_mode;
+  plan.dynamo_use_fullgraph = config.dynamo_use_fullgraph;
+  plan.dynamo_use_dynamic = config.dynamo_use_dynamic;
+  plan.dynamo_use_regional_compilation = config.dynamo_use_regional_compilation;
+  plan.cpu_affinity = config.enable_cpu_affinity;
 
   const bool cpu_requested =
       config.use_cpu || config.distributed_type == DistributedType::kMultiCpu;
   std::vector<int> gpus;
   if (!cpu_requested) {
     if (gpu_count == 0) {
-      plan.notices.push_back(absl::StrCat("notice: no GPU found (",
-                                          why_no_gpu.empty() ? "none visible" : why_no_gpu,
-                                          "); running on CPU"));
+      plan.notices.push_back(absl::StrCat(
+          "notice: no GPU found (", why_no_gpu.empty() ? "none visible" : why_no_gpu,
+          "); running on CPU",
+          config.num_processes > 1 ? " (MULTI_CPU over gloo instead of MULTI_GPU)" : ""));
     } else {
       auto ids = ParseGpuIds(config.gpu_ids, gpu_count);
       if (!ids.ok()) {
@@ -158,81 +137,53 @@ absl::StatusOr<LaunchPlan> MakePlan(const Config& config, int gpu_count,
     plan.hang_timeout_s = config.hang_timeout_s;
     plan.collective_timeout_ms = CollectiveTimeoutMs(config.hang_timeout_s);
   }
+  plan.torchrun_env = !plan.single_process;
+  plan.distributed_type = plan.single_process ? DistributedType::kNo
+                          : plan.use_cpu      ? DistributedType::kMultiCpu
+                                              : DistributedType::kMultiGpu;
   return plan;
 }
 
-std::vector<std::string> WorkerEnv(const LaunchPlan& plan, const RendezvousResult& rdzv,
-                                   int local_rank, const WorkerFiles& files,
-                                   const std::vector<std::string>& base_env) {
-  std::vector<std::string> out;
-  out.reserve(base_env.size() + 32);
-  bool omp_set = false;
-  for (const std::string& entry : base_env) {
-    const auto eq = entry.find('=');
-    const absl::string_view name = absl::string_view(entry).substr(0, eq);
-    if (IsContractName(name)) {
-      continue;
+EffectiveValues EffectiveValuesOf(const Config& config, const LaunchPlan& plan,
+                                  const std::string& why_no_gpu) {
+  EffectiveValues out;
+  const bool asked_gpu = !config.use_cpu && config.distributed_type != DistributedType::kMultiCpu;
+  const std::string no_gpu =
+      absl::StrCat("no GPU found (", why_no_gpu.empty() ? "none visible" : why_no_gpu, ")");
+  if (asked_gpu && plan.use_cpu) {
+    out["use_cpu"] = {"true", absl::StrCat(no_gpu, ": running on CPU")};
+    if (config.distributed_type == DistributedType::kMultiGpu) {
+      out["distributed_type"] = {"MULTI_CPU", absl::StrCat(no_gpu, ": MULTI_CPU over gloo")};
     }
-    if (name == env::kCudaVisibleDevices && !plan.cuda_visible_devices.empty()) {
-      continue;
-    }
-    if (name == env::kOmpNumThreads) {
-      omp_set = true;
-    }
-    out.push_back(entry);
   }
-  auto set = [&out](const char* name, const auto& value) {
-    out.push_back(absl::StrCat(name, "=", value));
-  };
-  const int rank = rdzv.base_rank + local_rank;
-  set(env::kRank, rank);
-  set(env::kLocalRank, local_rank);
-  set(env::kWorldSize, rdzv.world_size);
-  set(env::kLocalWorldSize, plan.nproc_per_machine);
-  set(env::kGroupRank, plan.machine_rank);
-  set(env::kGroupWorldSize, plan.num_machines);
-  set(env::kRoleRank, rank);
-  set(env::kRoleName, "default");
-  set(env::kMasterAddr, rdzv.master_addr);
-  set(env::kMasterPort, rdzv.master_port);
-  set(env::kRestartCount, rdzv.attempt);
-  set(env::kMaxRestarts, plan.max_restarts);
-  set(env::kRunId, plan.run_id);
-  if (!omp_set && plan.nproc_per_machine > 1) {
-    set(env::kOmpNumThreads, 1);
+  if (config.mixed_precision != plan.precision) {
+    out["mixed_precision"] = {
+        absl::StrCat("'", ToString(plan.precision), "'"),
+        absl::StrCat(ToString(config.mixed_precision), " needs a GPU; running in fp32 on CPU")};
   }
-  set(env::kMixedPrecision, ToString(plan.precision));
-  set(env::kUseCpu, plan.use_cpu ? "true" : "false");
-  set(env::kDebugMode, plan.debug ? "true" : "false");
-  set(env::kGradientAccumulationSteps, plan.gradient_accumulation_steps);
-  if (!rdzv.store_endpoint.empty()) {
-    set(env::kStoreEndpoint, rdzv.store_endpoint);
-  }
-  if (!rdzv.local_addr.empty()) {
-    set(env::kLocalAddr, rdzv.local_addr);
-  }
-  if (!rdzv.token.empty()) {
-    set(env::kRdzvToken, rdzv.token);
-  }
-  set(env::kErrorFile, files.error_file);
-  set(env::kBackend, plan.backend);
-  if (!files.progress_file.empty()) {
-    set(env::kProgressFile, files.progress_file);
-  }
-  if (plan.collective_timeout_ms > 0) {
-    set(env::kCollectiveTimeoutMs, plan.collective_timeout_ms);
-  }
-  if (!plan.cuda_visible_devices.empty()) {
-    set(env::kCudaVisibleDevices, plan.cuda_visible_devices);
+  if (plan.world_size != config.num_processes) {
+    out["num_processes"] = {absl::StrCat(plan.world_size),
+                            absl::StrCat("only ", plan.nproc_per_machine, " GPU(s) present")};
   }
   return out;
+}
+
+EffectiveValues EffectiveConfig(const Config& config) {
+  std::string why_no_gpu;
+  const bool want_gpu = !config.use_cpu && config.distributed_type != DistributedType::kMultiCpu;
+  const int gpus = want_gpu ? CountGpus(&why_no_gpu) : 0;
+  absl::StatusOr<LaunchPlan> plan = MakePlan(config, gpus, why_no_gpu);
+  if (!plan.ok()) return {};
+  return EffectiveValuesOf(config, *plan, why_no_gpu);
 }
 
 std::string FormatPlan(const LaunchPlan& plan, const std::vector<std::string>& argv) {
   const int first = plan.machine_rank * plan.nproc_per_machine;
   const int last = first + plan.nproc_per_machine - 1;
   std::string out;
-  absl::StrAppend(&out, "plan: run ", plan.run_id, "\n");
+  absl::StrAppend(&out, "plan: run ",
+                  plan.run_id.empty() ? "(named by machine 0 at the rendezvous)" : plan.run_id,
+                  "\n");
   absl::StrAppend(&out, "  machines:            ", plan.num_machines, " (this is machine ",
                   plan.machine_rank, ")\n");
   absl::StrAppend(&out, "  processes/machine:   ", plan.nproc_per_machine, " (world size ",
@@ -245,15 +196,51 @@ std::string FormatPlan(const LaunchPlan& plan, const std::vector<std::string>& a
           ? ""
           : absl::StrCat(" (CUDA_VISIBLE_DEVICES=", plan.cuda_visible_devices, ")"),
       " backend ", plan.backend, "\n");
+  absl::StrAppend(&out, "  distributed type:    ", ToString(plan.distributed_type), "\n");
   absl::StrAppend(&out, "  precision:           ", ToString(plan.precision), "\n");
-  absl::StrAppend(&out, "  accumulation steps:  ", plan.gradient_accumulation_steps, "\n");
+  // Exported only when set (worker_env.h); otherwise a script's own value applies.
+  absl::StrAppend(&out, "  accumulation steps:  ",
+                  plan.set_gradient_accumulation
+                      ? absl::StrCat(plan.gradient_accumulation_steps)
+                      : absl::StrCat("the program's own (not set on the launcher)"),
+                  "\n");
+  if (plan.torchrun_env) {
+    std::string port = "a free port";
+    if (plan.num_machines > 1) absl::StrAppend(&port, " on machine 0");
+    if (plan.fixed_master_port > 0)
+      port = absl::StrCat(plan.fixed_master_port, " (main_process_port)");
+    absl::StrAppend(&out, "  MASTER_PORT:         ", port, "\n");
+  }
   absl::StrAppend(&out, "  rendezvous:          ",
-                  plan.single_process ? "none (single process)" : plan.rendezvous_endpoint, "\n");
+                  plan.single_process ? "none (single process)" : plan.rendezvous_endpoint,
+                  plan.rendezvous_token_source.empty()
+                      ? ""
+                      : absl::StrCat(" (token: ", plan.rendezvous_token_source, ")"),
+                  "\n");
   absl::StrAppend(&out, "  max restarts:        ", plan.max_restarts, "\n");
   absl::StrAppend(&out, "  hang timeout:        ",
                   plan.hang_timeout_s > 0 ? absl::StrCat(plan.hang_timeout_s, " s") : "off", "\n");
+  absl::StrAppend(&out, "  DDP overlap:         ",
+                  DescribeDdpOverlap(plan, std::getenv(env::kOmpNumThreads),
+                                     std::getenv(env::kOverlap), UsableCores()),
+                  "\n");
   absl::StrAppend(&out, "  command:             ", absl::StrJoin(argv, " "), "\n");
   return out;
+}
+
+std::string DescribeDdpOverlap(const LaunchPlan& plan, const char* omp_threads, const char* overlap,
+                               int cores) {
+  if (plan.world_size <= 1) return "none (world size 1)";
+  const std::string forced = overlap != nullptr ? absl::AsciiStrToLower(overlap) : "";
+  if (forced == "on" || forced == "off")
+    return absl::StrCat(forced, " (ACCEL_OVERLAP=", forced, ")");
+  if (!plan.use_cpu) return "on (GPU)";
+  // The launcher sets OMP_NUM_THREADS=1 for several processes unless the user set it.
+  int threads = plan.nproc_per_machine > 1 ? 1 : cores;
+  if (omp_threads != nullptr && (!absl::SimpleAtoi(omp_threads, &threads) || threads < 1)) {
+    threads = 1;
+  }
+  return DescribeOverlap(plan.nproc_per_machine, threads, cores);
 }
 
 }  // namespace accel::launcher

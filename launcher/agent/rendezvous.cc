@@ -13,6 +13,7 @@
 #include "common/defaults.h"
 #include "common/exit_codes.h"
 #include "common/logging.h"
+#include "common/net.h"
 #include "common/seconds.h"
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
@@ -22,6 +23,7 @@
 #include "launcher/process/subprocess.h"
 #include "rendezvous/grpc/store_client.h"
 #include "rendezvous/grpc/token.h"
+#include "rendezvous/join/result.h"
 
 namespace accel::launcher {
 namespace {
@@ -45,6 +47,19 @@ void WaitOrExitOnSignal(int fd, const SignalFd& signals, const char* what) {
       return;
     }
   }
+}
+
+// Returns where machine 0's server listens: main_process_ip when it is this machine's address,
+// else every interface (a NAT'd or cloud address), said out loud.
+std::string ServerBindAddress(const Config& config, int port) {
+  absl::StatusOr<std::string> local = LocalAddressFor(config.main_process_ip);
+  if (local.ok()) {
+    return rendezvous::HostPort(*local, port);
+  }
+  Notice(absl::StrCat("rendezvous server: listening on 0.0.0.0:", port,
+                      ", every interface of this machine, because main_process_ip ",
+                      local.status().message()));
+  return absl::StrCat("0.0.0.0:", port);
 }
 
 }  // namespace
@@ -120,6 +135,8 @@ rendezvous::JoinRequest MakeJoinRequest(const Config& config, const LaunchPlan& 
       {"gradient_accumulation_steps", absl::StrCat(plan.gradient_accumulation_steps)},
       {"max_restarts", absl::StrCat(plan.max_restarts)},
       {"backend", plan.backend},
+      // Every machine must watch for hangs alike: one that publishes nothing looks idle.
+      {"hang_timeout", absl::StrCat(plan.hang_timeout_s)},
   };
   request.accel_version = kVersion;
   request.device_summary = plan.use_cpu ? "cpu" : absl::StrCat(plan.nproc_per_machine, "x cuda");
@@ -129,34 +146,28 @@ rendezvous::JoinRequest MakeJoinRequest(const Config& config, const LaunchPlan& 
 absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const Config& config,
                                                                          const LaunchPlan& plan,
                                                                          const std::string& host,
+                                                                         const std::string& token,
                                                                          bool dry_run) {
   if (plan.single_process) {
     return nullptr;
   }
   const bool single_machine = plan.num_machines == 1;
-  auto loaded = rendezvous::LoadToken(config.rdzv_token_file);
-  if (!loaded.ok()) {
-    return Annotate(loaded.status(), "rendezvous token");
-  }
-  std::string token = *std::move(loaded);
-  if (token.empty() && single_machine) {
-    auto generated = rendezvous::GenerateToken();
-    if (!generated.ok()) return generated.status();
-    token = *std::move(generated);
-  }
   const int port =
       config.main_process_port > 0 ? config.main_process_port : defaults::kMainProcessPort;
 
-  std::unique_ptr<rendezvous::RendezvousServer> server;
-  std::string endpoint;
-  if (single_machine) {
-    endpoint = "127.0.0.1:<free port>";
-  } else {
-    endpoint = absl::StrCat(config.main_process_ip, ":", port);
+  if (!single_machine && plan.machine_rank == 0) {
+    // Said plainly here rather than in gRPC's own log lines when the server cannot bind.
+    if (absl::Status free = CheckPortFree("0.0.0.0", port); !free.ok()) {
+      return Annotate(free, absl::StrCat("start rendezvous server on main_process_port ", port));
+    }
   }
+  const absl::Duration rdzv_timeout = absl::FromChrono(FromSeconds(config.rdzv_timeout_s));
+  std::string endpoint =
+      single_machine ? "127.0.0.1:<free port>" : rendezvous::HostPort(config.main_process_ip, port);
+  std::unique_ptr<rendezvous::RendezvousServer> server;
   if (!dry_run && (single_machine || plan.machine_rank == 0)) {
     rendezvous::ServerOptions options;
-    options.bind_address = single_machine ? "127.0.0.1:0" : absl::StrCat("0.0.0.0:", port);
+    options.bind_address = single_machine ? "127.0.0.1:0" : ServerBindAddress(config, port);
     options.advertise_host = single_machine ? "127.0.0.1" : config.main_process_ip;
     options.num_machines = plan.num_machines;
     options.num_processes = plan.world_size;
@@ -164,7 +175,7 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
     options.token = token;
     options.tls_cert_path = config.tls_cert_file;
     options.tls_key_path = config.tls_key_file;
-    options.rdzv_timeout = absl::FromChrono(FromSeconds(config.rdzv_timeout_s));
+    options.rdzv_timeout = rdzv_timeout;
     options.strict = config.strict;
     auto started = rendezvous::RendezvousServer::Start(options);
     if (!started.ok()) {
@@ -172,14 +183,13 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
                       absl::StrCat("start rendezvous server on ", options.bind_address));
     }
     server = *std::move(started);
-    endpoint = single_machine ? server->endpoint() : endpoint;
+    if (single_machine) endpoint = server->endpoint();
   }
 
   rendezvous::JoinRequest request = MakeJoinRequest(config, plan, host);
-
   if (dry_run) {
     return std::make_unique<AgentRendezvous>(nullptr, nullptr, std::move(request), endpoint, token,
-                                             absl::FromChrono(FromSeconds(config.rdzv_timeout_s)));
+                                             rdzv_timeout);
   }
   rendezvous::ClientOptions client_options;
   client_options.endpoint = endpoint;
@@ -192,9 +202,9 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
   if (!client.ok()) {
     return Annotate(client.status(), "create rendezvous client");
   }
-  return std::make_unique<AgentRendezvous>(
-      *std::move(client), std::move(server), std::move(request), endpoint, token,
-      absl::FromChrono(FromSeconds(config.rdzv_timeout_s)), config.tls_ca_file);
+  return std::make_unique<AgentRendezvous>(*std::move(client), std::move(server),
+                                           std::move(request), endpoint, token, rdzv_timeout,
+                                           config.tls_ca_file);
 }
 
 AgentRendezvous::AgentRendezvous(std::unique_ptr<rendezvous::RendezvousClient> client,
@@ -251,10 +261,9 @@ absl::StatusOr<RendezvousResult> AgentRendezvous::Join(const SignalFd& signals,
   result.master_port = joined->master_port;
   result.store_endpoint = joined->store_endpoint;
   if (request_.num_machines > 1) {
-    for (const rendezvous::MachineEntry& machine : joined->machines) {
-      if (machine.machine_rank == request_.machine_rank) result.local_addr = machine.address;
-    }
+    result.local_addr = joined->self.address;
   }
+  result.run_id = joined->run_id;
   result.token = token_;
   result.attempt = static_cast<int>(joined->attempt);
   auto status = client_->Watch(
@@ -311,13 +320,14 @@ void AgentRendezvous::ReportFailure(std::int64_t attempt, const WorkerFailure& f
   }
 }
 
-void AgentRendezvous::ReportInterrupted(std::int64_t attempt, int signal) {
+void AgentRendezvous::ReportInterrupted(std::int64_t attempt, int signal,
+                                        const std::string& sender) {
   rendezvous::RootCause cause;
   cause.machine_rank = request_.machine_rank;
   cause.hostname = request_.hostname;
   cause.signal = signal;
-  cause.message = absl::StrCat("machine ", request_.machine_rank, ": launcher interrupted by ",
-                               DescribeExit(ExitStatus{0, signal}));
+  cause.message = absl::StrCat("machine ", request_.machine_rank, ": launcher ",
+                               DescribeLauncherSignal(signal, sender));
   (void)client_->ReportFailure(attempt, cause);
 }
 
@@ -347,8 +357,7 @@ int AgentRendezvous::FinishDone(std::int64_t attempt, const SignalFd& signals,
       absl::StrCat(kLogPrefix,
                    lost ? "local workers finished, but the rendezvous host was lost:"
                         : "local workers finished, but the job was aborted, root cause:")));
-  const int code = event_->root_cause.exit_code;
-  return lost ? kExitRendezvous : ExitCodeForWorker(code, event_->root_cause.signal);
+  return lost ? kExitRendezvous : kExitWorkerFailed;
 }
 
 std::optional<rendezvous::Event> AgentRendezvous::AwaitEvent(absl::Duration timeout) const {
@@ -364,6 +373,7 @@ std::unique_ptr<JobProgress> AgentRendezvous::OpenJobProgress(const RendezvousRe
   options.tls_ca_path = tls_ca_path_;
   options.rpc_deadline = absl::FromChrono(defaults::kProgressStoreDeadline);
   options.connect_timeout = options.rpc_deadline;
+  options.wait_for_ready = false;  // a dead server must not hold up the teardown
   auto store = rendezvous::ConnectStore(joined.store_endpoint, token_,
                                         rendezvous::StoreNamespace(request_.run_id, joined.attempt),
                                         options);
@@ -399,7 +409,7 @@ int AgentRendezvous::RemoteExitCode() const {
   if (event_->kind == rendezvous::Event::Kind::kServerLost) {
     return kExitRendezvous;
   }
-  return ExitCodeForWorker(event_->root_cause.exit_code, event_->root_cause.signal);
+  return kExitWorkerFailed;
 }
 
 }  // namespace accel::launcher

@@ -1,8 +1,9 @@
 // AgentRendezvous: the agent's side of the rendezvous.
 //
 // Owns the server when this machine hosts it (machine 0 of a multi-machine job binds
-// 0.0.0.0:main_process_port and advertises main_process_ip; a single machine with more than one
-// process binds 127.0.0.1 on a free port with a random token) and the client every agent uses:
+// main_process_ip:main_process_port when that address is its own, else 0.0.0.0 with a notice,
+// and advertises main_process_ip; a single machine with more than one process binds 127.0.0.1
+// on a free port) and the client every agent uses:
 // Join an attempt, Watch it (server events wake the supervisor through an AbortChannel), report
 // how the local workers ended. A one-process job has no AgentRendezvous at all.
 //
@@ -32,10 +33,12 @@ namespace accel::launcher {
 class AgentRendezvous {
  public:
   // Returns nullptr when the plan is a single process. Starts the server here when this machine
-  // hosts it (not for a dry run: then endpoint() is where it would listen).
+  // hosts it (not for a dry run: then endpoint() is where it would listen), requiring `token`
+  // (FindRendezvousToken's; "" = none) of every call.
   static absl::StatusOr<std::unique_ptr<AgentRendezvous>> Create(const Config& config,
                                                                  const LaunchPlan& plan,
                                                                  const std::string& host,
+                                                                 const std::string& token,
                                                                  bool dry_run);
 
   // Wraps `client` (and `server`, may be null); used by Create and by tests with a fake client.
@@ -57,12 +60,13 @@ class AgentRendezvous {
 
   // Tells the server a local worker failed: a restart request when `restart`, else an abort.
   void ReportFailure(std::int64_t attempt, const WorkerFailure& failure, bool restart);
-  // Tells the server this launcher was interrupted by `signal` (aborts every machine).
-  void ReportInterrupted(std::int64_t attempt, int signal);
+  // Tells the server this launcher was interrupted by `signal` from program `sender` (aborts
+  // every machine).
+  void ReportInterrupted(std::int64_t attempt, int signal, const std::string& sender);
   // Tells the server a worker could not be started.
   void ReportSpawnFailure(std::int64_t attempt, const absl::Status& error);
   // Reports that every local worker exited 0, then waits (interruptibly) for the job's end:
-  // returns kExitOk on done, ExitCodeForWorker of the root cause when another machine failed,
+  // returns kExitOk on done, kExitWorkerFailed when another machine failed,
   // kExitRendezvous when the report failed or the server was lost (common/exit_codes.h).
   int FinishDone(std::int64_t attempt, const SignalFd& signals, AbortChannel& abort);
 
@@ -77,7 +81,7 @@ class AgentRendezvous {
   bool restart_requested() const;
   // Returns the root cause of an abort event as a report row.
   WorkerFailure RemoteRootCause() const;
-  // Returns the launcher exit code for the abort event: ExitCodeForWorker of the root cause,
+  // Returns the launcher exit code for the abort event: kExitWorkerFailed for a failed worker,
   // kExitRendezvous when the server was lost.
   int RemoteExitCode() const;
 

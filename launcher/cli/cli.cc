@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "absl/strings/str_cat.h"
+#include "common/defaults.h"
 #include "common/exit_codes.h"
 #include "common/logging.h"
 #include "common/version.h"
@@ -12,7 +13,11 @@
 #include "launcher/commands/questionnaire.h"
 #include "launcher/commands/report_command.h"
 #include "launcher/commands/status_command.h"
+#include "launcher/commands/token_file.h"
 #include "launcher/config/resolve.h"
+#include "launcher/config/schema.h"
+#include "launcher/config/validate.h"
+#include "launcher/config/values.h"
 #include "launcher/config/writer.h"
 
 namespace accel::launcher {
@@ -21,7 +26,8 @@ namespace {
 constexpr char kUsage[] =
     "usage: accel-launch [launch] [options] PROGRAM [ARGS...]\n"
     "       accel-launch config [--config_file F]          answer questions, write a config\n"
-    "       accel-launch config default [--config_file F]  write the config for this machine\n"
+    "       accel-launch config default [--config_file F] [options]  write the config for this\n"
+    "                                                   machine (options: any config key)\n"
     "       accel-launch config validate [options]         check the config, print it resolved\n"
     "       accel-launch env [--json] [--config_file F]    versions, devices, config in effect\n"
     "       accel-launch status [RUN_DIR] [--run_id ID] [--json] [options]\n"
@@ -57,10 +63,14 @@ ResolvedConfig Resolve(const LaunchArgs& args, const CliContext& context) {
   ResolveOptions options;
   options.config_file = args.config_file;
   options.flags = args.flags;
+  options.nproc_per_node = args.nproc_per_node;
+  options.flag_problems = args.problems;
   options.env = context.env;
   options.count_gpus = context.count_gpus;
   options.detect_scheduler = context.detect_scheduler;
-  return ResolveConfig(options);
+  ResolvedConfig resolved = ResolveConfig(options);
+  resolved.notices.insert(resolved.notices.begin(), args.notices.begin(), args.notices.end());
+  return resolved;
 }
 
 // Prints notices; with problems prints them all and returns false.
@@ -78,6 +88,7 @@ bool Report(const ResolvedConfig& resolved, const CliContext& context, absl::str
 
 int Launch(const std::vector<std::string>& args, const CliContext& context) {
   FlagSet set{"accel-launch launch", "Launch PROGRAM on this machine's share of the job."};
+  set.compat = true;
   LaunchArgs parsed;
   if (int code = Parse(set, args, context, &parsed); code >= 0) return code;
   if (parsed.program.empty()) {
@@ -90,6 +101,15 @@ int Launch(const std::vector<std::string>& args, const CliContext& context) {
   request.config = std::move(resolved.config);
   request.config_path = resolved.path;
   request.argv = std::move(parsed.program);
+  request.module = parsed.module;
+  request.no_python = parsed.no_python;
+  request.run_path = parsed.run_path;
+  request.torchrun_style = parsed.torchrun_style;
+  request.role = parsed.role;
+  auto accumulation = resolved.sources.find("gradient_accumulation_steps");
+  request.set_gradient_accumulation = accumulation != resolved.sources.end() &&
+                                      accumulation->second.kind != ValueOrigin::Kind::kDefault &&
+                                      accumulation->second.kind != ValueOrigin::Kind::kHardware;
   request.dry_run = parsed.dry_run;
   return context.run_agent(request);
 }
@@ -98,25 +118,47 @@ int Validate(const std::vector<std::string>& args, const CliContext& context) {
   FlagSet set{"accel-launch config validate",
               "Check the config in effect (file, ACCEL_* variables, options) and print it.",
               /*program=*/false, /*launch_only=*/false};
+  set.compat = true;
   LaunchArgs parsed;
   if (int code = Parse(set, args, context, &parsed); code >= 0) return code;
   const ResolvedConfig resolved = Resolve(parsed, context);
   if (!Report(resolved, context, "nothing would be launched")) return kExitUsage;
+  // The token check launch makes before it starts anything: a multi-machine job needs one.
+  std::vector<std::string> warnings;
+  if (resolved.config.num_machines > 1 && context.check_token) {
+    if (const absl::Status token = context.check_token(resolved.config, &warnings); !token.ok()) {
+      *context.err << "accel-launch: rendezvous token: " << token.message()
+                   << "\naccel-launch: nothing would be launched\n";
+      return kExitUsage;
+    }
+  }
+  for (const std::string& warning : warnings) {
+    *context.err << kLogPrefix << "warning: " << warning << "\n";
+  }
+  // What the launch would run after its fallbacks (no GPU → CPU, fp16 on CPU → fp32, ...).
+  const EffectiveValues effective =
+      context.effective_values ? context.effective_values(resolved.config) : EffectiveValues{};
   *context.out << "ok: "
                << (resolved.path.empty() ? "no config file, defaults for this machine"
                                          : resolved.path)
                << "\n"
-               << FormatResolvedConfig(resolved.config, resolved.sources);
+               << FormatResolvedConfig(resolved.config, resolved.sources, effective);
   return kExitOk;
 }
 
 // Where `config` and `config default` write: --config_file, else accelerate's default path.
-int WriteConfig(const LaunchArgs& parsed, const Config& config, const CliContext& context) {
+// A multi-machine config gets a token file beside it (launcher/commands/token_file.h).
+int WriteConfig(const LaunchArgs& parsed, Config config, const CliContext& context) {
   std::string path = parsed.config_file;
   if (path.empty()) path = AccelerateDefaultConfigPath(context.env);
   if (path.empty()) {
     *context.err << "accel-launch: neither HOME nor HF_HOME is set; use --config_file\n";
     return kExitUsage;
+  }
+  const absl::StatusOr<std::string> token_file = AddTokenFile(path, &config);
+  if (!token_file.ok()) {
+    *context.err << "accel-launch: " << token_file.status().message() << "\n";
+    return kExitWorkerFailed;
   }
   const absl::Status status = WriteConfigFile(path, ToConfigYaml(config));
   if (!status.ok()) {
@@ -124,12 +166,42 @@ int WriteConfig(const LaunchArgs& parsed, const Config& config, const CliContext
     return kExitWorkerFailed;
   }
   *context.out << "accel-launch: configuration saved at " << path << "\n";
+  if (!token_file->empty()) {
+    *context.out << "accel-launch: rendezvous token saved at " << *token_file
+                 << " (mode 0600; the config names it): copy both files to every machine\n";
+  }
   const ConfigLookup lookup = FindConfigFile("", context.env);
   if (parsed.config_file.empty() && !lookup.path.empty() && lookup.path != path) {
     *context.out << "note: " << lookup.path
                  << " is looked up first and takes precedence over this file\n";
   }
   return kExitOk;
+}
+
+// Applies `config default`'s options (any config key, e.g. --num_machines 2 --main_process_ip
+// 10.0.0.1) over the hardware defaults; a multi-machine config gets the default port. Prints
+// every problem and returns false when the result is not a valid config.
+bool ApplyDefaultOptions(const LaunchArgs& parsed, const CliContext& context, Config* config) {
+  std::vector<Diagnostic> problems;
+  for (const FlagValue& flag : parsed.flags) {
+    const KeySpec* spec = FindKey(flag.key);
+    const absl::Status status = spec == nullptr ? absl::InvalidArgumentError("unknown key")
+                                                : spec->set(ScalarValue(flag.text), config);
+    if (!status.ok()) {
+      Diagnostic d;
+      d.where =
+          flag.spelling.empty() ? absl::StrCat("--", flag.key, " ", flag.text) : flag.spelling;
+      d.message = std::string(status.message());
+      problems.push_back(std::move(d));
+    }
+  }
+  if (config->num_machines > 1 && config->main_process_port == 0) {
+    config->main_process_port = defaults::kMainProcessPort;
+  }
+  if (problems.empty()) problems = ValidateConfig(*config, SourceMap{});
+  if (problems.empty()) return true;
+  *context.err << FormatDiagnostics(problems) << "accel-launch: nothing was written\n";
+  return false;
 }
 
 int ConfigCommand(const std::vector<std::string>& args, const CliContext& context) {
@@ -144,7 +216,7 @@ int ConfigCommand(const std::vector<std::string>& args, const CliContext& contex
   if (int code = Parse(set, defaults ? Tail(args, 1) : args, context, &parsed); code >= 0) {
     return code;
   }
-  if (!parsed.flags.empty()) {
+  if (!parsed.flags.empty() && !defaults) {
     *context.err << "accel-launch: " << set.name << " takes only --config_file\n";
     return kExitUsage;
   }
@@ -153,6 +225,7 @@ int ConfigCommand(const std::vector<std::string>& args, const CliContext& contex
     const int gpus = context.count_gpus ? context.count_gpus(&why) : 0;
     Config config = DefaultsForHardware(gpus);
     config.use_cpu = gpus == 0;  // as `accelerate config default` writes it
+    if (!ApplyDefaultOptions(parsed, context, &config)) return kExitUsage;
     return WriteConfig(parsed, config, context);
   }
   const DeviceReport devices = context.detect_devices ? context.detect_devices() : DeviceReport{};

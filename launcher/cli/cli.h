@@ -11,8 +11,8 @@
 //   accel-launch report LOG_DIR [--output PNG]          heat map of the ranks' step times
 //   accel-launch preflight [options]                    measure the links between machines
 //
-// Exit codes: 0 ok, 2 usage or config error (nothing launched), otherwise the
-// agent's code.
+// Exit codes (common/exit_codes.h): 0 ok, 2 usage or config error (nothing launched), otherwise
+// the agent's code.
 #ifndef ACCEL_LAUNCHER_CLI_CLI_H_
 #define ACCEL_LAUNCHER_CLI_CLI_H_
 
@@ -21,9 +21,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "common/device_info.h"
 #include "launcher/agent/agent.h"
 #include "launcher/config/source.h"
+#include "launcher/config/writer.h"
 
 namespace accel::launcher {
 
@@ -35,6 +37,12 @@ struct CliContext {
   std::function<int(std::string* why)> count_gpus;
   std::function<DeviceReport()> detect_devices;
   std::function<int(const LaunchRequest&)> run_agent;
+  // `config validate`'s check of the rendezvous token launch would use (FindRendezvousToken,
+  // dry run): its error, and warnings to show. Unset: not checked.
+  std::function<absl::Status(const Config&, std::vector<std::string>* warnings)> check_token;
+  // The values a launch of `config` would really use where fallbacks change them (`config
+  // validate` shows them); may be empty.
+  std::function<EffectiveValues(const Config&)> effective_values;
   std::function<void(bool verbose)> init_logging;  // called once the flags are parsed
   bool detect_scheduler = true;
 };

@@ -126,7 +126,7 @@ std::string FormatEnvReportJson(const HostFacts& host, const DeviceReport& devic
   for (const KeySpec& spec : Schema()) {
     if (spec.kind == KeyKind::kIgnored || spec.kind == KeyKind::kSection) continue;
     absl::StrAppend(&keys, keys.empty() ? "" : ", ", Json(spec.name), ": ",
-                    Json(spec.get(config.config)));
+                    JsonValue(spec, config.config));
   }
   std::string problems;
   for (const Diagnostic& d : config.problems) {

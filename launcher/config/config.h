@@ -39,13 +39,25 @@ struct Config {
   bool enable_cpu_affinity = false;
   bool tpu_use_cluster = false;
   bool tpu_use_sudo = false;
+  // torch.compile settings for Python scripts (dynamo_config, or accelerate launch's --dynamo_*
+  // options): passed to workers as ACCELERATE_DYNAMO_*; libaccel ignores them.
+  std::string dynamo_backend = "NO";  // NO, INDUCTOR, EAGER, ... (upper case)
+  std::string dynamo_mode = "default";
+  bool dynamo_use_fullgraph = false;
+  bool dynamo_use_dynamic = false;
+  bool dynamo_use_regional_compilation = false;
   // Unsupported sections: accepted when empty, a clear "not supported" error otherwise.
   bool has_deepspeed_config = false;
   bool has_fsdp_config = false;
   bool has_megatron_lm_config = false;
 
-  // --- our additions (documented in README "Config reference") ---
+  // --- our additions (documented in docs/config.md "Our additions") ---
   int gradient_accumulation_steps = 1;
+  // accelerate launch's --num_cpu_threads_per_process: OMP_NUM_THREADS in every worker; 0 = the
+  // launcher's own OMP_NUM_THREADS, else accelerate's default (see WorkerEnv in agent/plan.h).
+  int num_cpu_threads_per_process = 0;
+  std::string python = "python3";       // runs PROGRAM.py and -m MODULE (looked up in PATH)
+  std::vector<int> local_ranks_filter;  // torchrun's: local ranks whose output reaches the console
   // Durations are seconds, as in the YAML file.
   double rdzv_timeout_s = ToSeconds(defaults::kRdzvTimeout);  // Join waits for every machine
   int max_restarts = 0;  // new rendezvous attempts after a worker failure
@@ -54,6 +66,7 @@ struct Config {
   std::string log_dir;                                            // empty: no per-rank log files
   bool tee = false;               // with log_dir: also print worker output on the console
   std::string rdzv_token_file;    // file holding the shared rendezvous token
+  bool rdzv_insecure = false;     // a multi-machine job may run without a token (opt-out)
   std::string local_addr;         // address other machines reach this one at ("" = auto)
   std::string network_interface;  // interface whose address is local_addr ("" = auto)
   bool strict = false;            // version mismatch at join is an error, not a warning

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "common/printable.h"
 
 namespace accel::launcher {
 namespace {
@@ -17,23 +19,54 @@ std::string Normalize(absl::string_view word) {
   return out;
 }
 
+// Longest message, and longest part of a source line, shown: a binary or one-line file is cut,
+// not dumped.
+constexpr std::size_t kMaxShownBytes = 160;
+
+// Whether `ch` continues a UTF-8 character (is not the first byte of one).
+bool Continues(char ch) { return (static_cast<unsigned char>(ch) & 0xC0u) == 0x80u; }
+
+// Returns `text` Printable, cut after kMaxShownBytes (on a character boundary) with what was cut.
+std::string Shown(std::string_view text) {
+  if (text.size() <= kMaxShownBytes) return Printable(text);
+  std::size_t end = kMaxShownBytes;
+  while (end > 0 && Continues(text[end])) --end;
+  return absl::StrCat(Printable(text.substr(0, end)), "... (", text.size() - end, " more bytes)");
+}
+
 }  // namespace
 
 std::string FormatDiagnostic(const Diagnostic& d) {
+  // Every part may hold bytes from the file or the environment: none reaches the terminal raw,
+  // and a long one (a binary file's "line") is cut.
   std::string out;
   if (!d.where.empty()) {
-    absl::StrAppend(&out, d.where, ":");
+    absl::StrAppend(&out, Shown(d.where), ":");
     if (d.line > 0) absl::StrAppend(&out, d.line, ":", std::max(d.column, 1), ":");
     out += " ";
   }
-  out += d.message;
+  out += Shown(d.message);
   if (d.line > 0 && !d.line_text.empty()) {
-    absl::StrAppend(&out, "\n", d.line_text, "\n");
-    // Keep tabs so the caret lines up under the column on any terminal.
-    const size_t column = static_cast<size_t>(std::max(d.column, 1));
-    for (size_t i = 0; i + 1 < column; ++i) {
-      out.push_back(i < d.line_text.size() && d.line_text[i] == '\t' ? '\t' : ' ');
+    const std::string_view line = d.line_text;
+    const std::size_t column = static_cast<std::size_t>(std::max(d.column, 1)) - 1;
+    // The part of the line around the column, at most kMaxShownBytes, on character boundaries.
+    std::size_t start =
+        std::min(column > kMaxShownBytes / 2 ? column - kMaxShownBytes / 2 : 0, line.size());
+    while (start < line.size() && start < column && Continues(line[start])) ++start;
+    std::size_t end = std::min(line.size(), start + kMaxShownBytes);
+    while (end > start && end < line.size() && Continues(line[end])) --end;
+    const std::string cut = start > 0 ? "..." : "";
+    absl::StrAppend(&out, "\n", cut, Printable(line.substr(start, end - start)),
+                    end < line.size() ? "..." : "", "\n");
+    // The caret goes under the column's character as printed (escapes widen the line); tabs
+    // are kept so it lines up on any terminal.
+    std::string before = cut;
+    before += Printable(line.substr(start, std::min(column, end) - std::min(start, column)));
+    for (char ch : before) {
+      if (Continues(ch)) continue;  // inside a character
+      out.push_back(ch == '\t' ? '\t' : ' ');
     }
+    if (column > end) out.append(column - end, ' ');
     out.push_back('^');
   }
   return out;

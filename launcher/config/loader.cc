@@ -6,10 +6,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/defaults.h"
 #include "launcher/config/schema.h"
 #include "launcher/config/yaml.h"
 
@@ -113,16 +114,18 @@ YamlPos ValuePos(const YamlValue& key, const YamlValue& value) {
 }  // namespace
 
 std::vector<Diagnostic> ApplyConfigText(const std::string& path, absl::string_view text,
-                                        Config* config, SourceMap* sources) {
+                                        Config* config, SourceMap* sources, bool* empty) {
   FileDiagnostics diagnostics(path, text);
-  const std::string repaired = RepairMissingSpaces(text, &diagnostics);
+  const bool json = absl::EndsWith(path, ".json");
+  const std::string repaired = json ? std::string(text) : RepairMissingSpaces(text, &diagnostics);
   YamlValue root;
   YamlError error;
   if (!ParseYaml(repaired, &root, &error)) {
     diagnostics.Add(diagnostics.Original(error.pos),
-                    absl::StrCat("malformed YAML: ", error.message));
+                    absl::StrCat(json ? "malformed JSON: " : "malformed YAML: ", error.message));
     return diagnostics.Take();
   }
+  if (empty != nullptr) *empty = root.empty();
   if (root.kind == Kind::kNull) return diagnostics.Take();
   if (root.kind != Kind::kMap) {
     diagnostics.Add(diagnostics.Original(root.pos),
@@ -150,6 +153,7 @@ std::vector<Diagnostic> ApplyConfigText(const std::string& path, absl::string_vi
                                             it->second, ")"));
       continue;
     }
+    if (value.kind == Kind::kNull) continue;  // null, ~ or nothing: unset, the default stays
     const YamlPos pos = diagnostics.Original(ValuePos(key, value));
     Config updated = *config;
     const absl::Status status = spec->set(value, &updated);
@@ -170,8 +174,8 @@ std::vector<Diagnostic> ApplyConfigText(const std::string& path, absl::string_vi
   return diagnostics.Take();
 }
 
-std::vector<Diagnostic> ApplyConfigFile(const std::string& path, Config* config,
-                                        SourceMap* sources) {
+std::vector<Diagnostic> ApplyConfigFile(const std::string& path, Config* config, SourceMap* sources,
+                                        bool* empty) {
   std::error_code ignored;
   if (std::filesystem::is_directory(path, ignored)) {
     Diagnostic d;
@@ -186,9 +190,27 @@ std::vector<Diagnostic> ApplyConfigFile(const std::string& path, Config* config,
     d.message = absl::StrCat("read config file: ", std::strerror(errno));
     return {d};
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ApplyConfigText(path, text.str(), config, sources);
+  // Reads at most one byte past the limit: a huge file (or /dev/zero) is refused unread.
+  std::string text(static_cast<std::size_t>(defaults::kMaxConfigFileBytes) + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (static_cast<std::int64_t>(text.size()) > defaults::kMaxConfigFileBytes) {
+    Diagnostic d;
+    d.where = path;
+    d.message =
+        absl::StrCat("read config file: larger than ", defaults::kMaxConfigFileBytes,
+                     " bytes; a config file is a few hundred bytes (is this the right file?)");
+    return {d};
+  }
+  std::vector<Diagnostic> problems = ApplyConfigText(path, text, config, sources, empty);
+  // A relative rdzv_token_file in a file names a file next to it: copying the config and its
+  // token file together is all another machine needs.
+  const std::size_t slash = path.find_last_of('/');
+  std::string& token_file = config->rdzv_token_file;
+  if (slash != std::string::npos && !token_file.empty() && token_file.front() != '/') {
+    token_file = absl::StrCat(path.substr(0, slash + 1), token_file);
+  }
+  return problems;
 }
 
 }  // namespace accel::launcher

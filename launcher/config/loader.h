@@ -1,7 +1,10 @@
 // Loads accelerate's default_config.yaml (plus our keys) onto a Config, recording where each
-// value came from. Every problem in the file is collected, not just the first: malformed YAML
-// (including "key:value" without a space), unknown keys (with "did you mean"), duplicate keys,
-// wrong types and unsupported sections. Cross-field checks live in validate.h.
+// value came from. JSON files (accelerate reads `.json` configs, and `accelerate config default`
+// writes JSON) load the same way: JSON is YAML. A key whose value is null, `~` or empty means
+// "unset", as accelerate's loader reads it: the key keeps its default. Every problem in the file
+// is collected, not just the first: malformed YAML (including "key:value" without a space),
+// unknown keys (with "did you mean"), duplicate keys, wrong types and unsupported sections.
+// Cross-field checks live in validate.h.
 #ifndef ACCEL_LAUNCHER_CONFIG_LOADER_H_
 #define ACCEL_LAUNCHER_CONFIG_LOADER_H_
 
@@ -17,13 +20,16 @@ namespace accel::launcher {
 
 // Applies the YAML `text` of the file `path` onto `config`; each key set is recorded in
 // `sources` with its position. Returns every problem found (empty = the file is fine). Keys with
-// a bad value leave `config` unchanged.
+// a bad value leave `config` unchanged. `empty` (optional) is set to whether the file holds no
+// keys at all (nothing but whitespace and comments, or an empty mapping).
 std::vector<Diagnostic> ApplyConfigText(const std::string& path, absl::string_view text,
-                                        Config* config, SourceMap* sources);
+                                        Config* config, SourceMap* sources, bool* empty = nullptr);
 
-// Reads `path` and applies it as ApplyConfigText does; an unreadable file is one problem.
-std::vector<Diagnostic> ApplyConfigFile(const std::string& path, Config* config,
-                                        SourceMap* sources);
+// Reads `path` and applies it as ApplyConfigText does; an unreadable file, or one larger than
+// defaults::kMaxConfigFileBytes, is one problem. A relative rdzv_token_file is taken relative to
+// the file's directory.
+std::vector<Diagnostic> ApplyConfigFile(const std::string& path, Config* config, SourceMap* sources,
+                                        bool* empty = nullptr);
 
 }  // namespace accel::launcher
 

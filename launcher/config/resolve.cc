@@ -1,14 +1,19 @@
 #include "launcher/config/resolve.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <string>
 #include <tuple>
+#include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "launcher/config/loader.h"
 #include "launcher/config/netif.h"
+#include "launcher/config/paths.h"
 #include "launcher/config/scheduler_detect.h"
 #include "launcher/config/schema.h"
 #include "launcher/config/validate.h"
@@ -26,7 +31,7 @@ std::string Home(const EnvLookup& env) {
   return home && !home->empty() ? *home : "";
 }
 
-// Sets the defaults for this machine's hardware and returns the notice listing them.
+// Sets the defaults for this machine's hardware and returns the start of the notice that says so.
 std::string ApplyHardwareDefaults(const ResolveOptions& options, const ConfigLookup& lookup,
                                   Config* config, SourceMap* sources) {
   // The reason there is no GPU is the agent's notice to give; this one only lists the defaults.
@@ -38,11 +43,28 @@ std::string ApplyHardwareDefaults(const ResolveOptions& options, const ConfigLoo
   }
   const std::string found = gpus > 0 ? absl::StrCat(gpus, " GPU(s)") : std::string("no GPU");
   return absl::StrCat("no config file (looked in ", absl::StrJoin(lookup.tried, ", "),
-                      "); using defaults for this machine, ", found,
-                      ": distributed_type=", ToString(config->distributed_type),
-                      " num_processes=", config->num_processes,
-                      " mixed_precision=", ToString(config->mixed_precision),
-                      " (write a file with `accel-launch config`)");
+                      "); using defaults for this machine, ", found);
+}
+
+// Returns "distributed_type=NO num_processes=1 mixed_precision=no" for the keys that still hold
+// this machine's defaults once every source is applied, so that the notice never lists a value
+// the options replaced (distributed_type follows num_processes: it is listed only with it).
+std::string DefaultsLeft(const ResolvedConfig& out) {
+  auto is_default = [&out](const char* key) {
+    auto it = out.sources.find(key);
+    return it == out.sources.end() || it->second.kind == ValueOrigin::Kind::kDefault ||
+           it->second.kind == ValueOrigin::Kind::kHardware;
+  };
+  std::vector<std::string> left;
+  const bool processes = is_default("num_processes");
+  if (processes && is_default("distributed_type")) {
+    left.push_back(absl::StrCat("distributed_type=", ToString(out.config.distributed_type)));
+  }
+  if (processes) left.push_back(absl::StrCat("num_processes=", out.config.num_processes));
+  if (is_default("mixed_precision")) {
+    left.push_back(absl::StrCat("mixed_precision=", ToString(out.config.mixed_precision)));
+  }
+  return absl::StrJoin(left, " ");
 }
 
 // Applies one text value from the environment, the scheduler or the command line.
@@ -73,6 +95,7 @@ void ApplyScheduler(const ResolveOptions& options, ResolvedConfig* out) {
   }
   std::vector<std::string> applied;
   for (const SchedulerValue& value : info->values) {
+    if (value.fallback && out->sources.count(value.key) != 0) continue;
     ValueOrigin origin;
     origin.kind = ValueOrigin::Kind::kScheduler;
     origin.where = value.origin;
@@ -92,11 +115,70 @@ void Normalize(ResolvedConfig* out) {
     c.distributed_type = DistributedType::kMultiCpu;
     out->notices.push_back("use_cpu is set: distributed_type MULTI_GPU becomes MULTI_CPU");
   }
+  // Several processes are a distributed job, as `accelerate launch` treats them. No notice: the
+  // plan says once what runs (MULTI_GPU here may still run on CPU when there is no GPU).
   if (c.distributed_type == DistributedType::kNo && c.num_processes > 1) {
     c.distributed_type = c.use_cpu ? DistributedType::kMultiCpu : DistributedType::kMultiGpu;
-    out->notices.push_back(absl::StrCat("num_processes is ", c.num_processes,
-                                        ": distributed_type NO becomes ",
-                                        ToString(c.distributed_type)));
+  }
+}
+
+// Returns the processes per machine torchrun's --nproc_per_node `text` asks for, or why not.
+absl::StatusOr<int> ProcessesPerNode(const std::string& text, const ResolveOptions& options) {
+  int n = 0;
+  if (absl::SimpleAtoi(text, &n) && n >= 1) return n;
+  std::string why;
+  const int gpus = options.count_gpus ? options.count_gpus(&why) : 0;
+  const int cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  if (text == "gpu") {
+    if (gpus > 0) return gpus;
+    return absl::InvalidArgumentError(
+        absl::StrCat("--nproc_per_node gpu: no GPU here (", why, ")"));
+  }
+  if (text == "cpu") return std::max(cpus, 1);
+  if (text == "auto") return gpus > 0 ? gpus : std::max(cpus, 1);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--nproc_per_node ", text, ": expected a number of processes >= 1, auto, gpu or cpu"));
+}
+
+// Applies torchrun's --nproc_per_node: num_processes = nproc_per_node × num_machines.
+void ApplyProcessesPerNode(const ResolveOptions& options, ResolvedConfig* out) {
+  if (options.nproc_per_node.empty()) return;
+  absl::StatusOr<int> per_node = ProcessesPerNode(options.nproc_per_node, options);
+  if (!per_node.ok()) {
+    out->problems.push_back({"", 0, 0, "", std::string(per_node.status().message())});
+    return;
+  }
+  Config& c = out->config;
+  const int machines = std::max(c.num_machines, 1);
+  const int total = *per_node * machines;
+  const std::string spelling = absl::StrCat("--nproc_per_node ", options.nproc_per_node);
+  auto it = out->sources.find("num_processes");
+  if (it != out->sources.end() && it->second.kind == ValueOrigin::Kind::kCommandLine &&
+      c.num_processes != total) {
+    out->problems.push_back(
+        {"", 0, 0, "",
+         absl::StrCat(it->second.where, " and ", spelling,
+                      " disagree: accelerate's num_processes is the total over all machines, "
+                      "torchrun's nproc_per_node is per machine (",
+                      *per_node, " x ", machines, " machine(s) = ", total,
+                      " processes); give one of them")});
+    return;
+  }
+  c.num_processes = total;
+  ValueOrigin origin;
+  origin.kind = ValueOrigin::Kind::kCommandLine;
+  origin.where = absl::StrCat(spelling, " x ", machines, " machine(s)");
+  out->sources["num_processes"] = std::move(origin);
+}
+
+// Adds a problem when log_dir cannot be created and written (a launch would fail there).
+void CheckLogDir(ResolvedConfig* out) {
+  const std::string& dir = out->config.log_dir;
+  if (dir.empty() || !Accepted(out->sources, "log_dir")) return;
+  const absl::Status status = CheckDirectoryCreatable(dir);
+  if (!status.ok()) {
+    out->problems.push_back(DiagnosticFor(out->sources, "log_dir",
+                                          absl::StrCat("log_dir ", dir, ": ", status.message())));
   }
 }
 
@@ -173,11 +255,20 @@ ResolvedConfig ResolveConfig(const ResolveOptions& options) {
   ResolvedConfig out;
   const ConfigLookup lookup = FindConfigFile(options.config_file, options.env);
   out.path = lookup.path;
+  bool empty = false;
+  std::string defaults_notice;  // completed once every source is applied
   if (lookup.path.empty()) {
-    out.notices.push_back(ApplyHardwareDefaults(options, lookup, &out.config, &out.sources));
+    defaults_notice = ApplyHardwareDefaults(options, lookup, &out.config, &out.sources);
   } else {
-    std::vector<Diagnostic> file_problems = ApplyConfigFile(lookup.path, &out.config, &out.sources);
+    std::vector<Diagnostic> file_problems =
+        ApplyConfigFile(lookup.path, &out.config, &out.sources, &empty);
     out.problems.insert(out.problems.end(), file_problems.begin(), file_problems.end());
+  }
+  if (empty) {
+    // Like no file at all, but say which file was read.
+    ApplyHardwareDefaults(options, lookup, &out.config, &out.sources);
+    defaults_notice =
+        absl::StrCat("config file ", lookup.path, " is empty: using defaults for this machine");
   }
   if (options.detect_scheduler) ApplyScheduler(options, &out);
   for (const KeySpec& spec : Schema()) {
@@ -191,17 +282,30 @@ ResolvedConfig ResolveConfig(const ResolveOptions& options) {
       ApplyText(std::string(spec.name), *text, origin, &out);
     }
   }
-  for (const auto& [key, text] : options.flags) {
+  for (const FlagValue& flag : options.flags) {
     ValueOrigin origin;
     origin.kind = ValueOrigin::Kind::kCommandLine;
-    const KeySpec* spec = FindKey(key);
-    origin.where = absl::StrCat("--", spec != nullptr ? spec->name : key, " ", text);
-    ApplyText(key, text, origin, &out);
+    const KeySpec* spec = FindKey(flag.key);
+    origin.where =
+        !flag.spelling.empty()
+            ? flag.spelling
+            : absl::StrCat("--", spec != nullptr ? spec->name : flag.key, " ", flag.text);
+    ApplyText(flag.key, flag.text, origin, &out);
   }
+  out.problems.insert(out.problems.end(), options.flag_problems.begin(),
+                      options.flag_problems.end());
+  ApplyProcessesPerNode(options, &out);
   Normalize(&out);
+  if (!defaults_notice.empty()) {
+    const std::string left = DefaultsLeft(out);
+    if (!left.empty()) absl::StrAppend(&defaults_notice, empty ? ", " : ": ", left);
+    if (!empty) absl::StrAppend(&defaults_notice, " (write a file with `accel-launch config`)");
+    out.notices.insert(out.notices.begin(), defaults_notice);
+  }
   ResolveInterface(&out);
   std::vector<Diagnostic> invalid = ValidateConfig(out.config, out.sources);
   out.problems.insert(out.problems.end(), invalid.begin(), invalid.end());
+  CheckLogDir(&out);
   // Like a compiler: file positions in order first, then the rest as found.
   std::stable_sort(
       out.problems.begin(), out.problems.end(), [](const Diagnostic& a, const Diagnostic& b) {

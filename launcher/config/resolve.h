@@ -40,8 +40,13 @@ ConfigLookup FindConfigFile(const std::string& flag_path, const EnvLookup& env);
 
 struct ResolveOptions {
   std::string config_file;  // --config_file, "" when not given
-  // Command-line values in the order given: (key, text); booleans as "true"/"false".
-  std::vector<std::pair<std::string, std::string>> flags;
+  // Command-line values in the order given (later ones win).
+  std::vector<FlagValue> flags;
+  // torchrun's --nproc_per_node (processes per machine: an integer, or auto, gpu, cpu): when set,
+  // num_processes is this times num_machines. A --num_processes that disagrees is a problem.
+  std::string nproc_per_node;
+  // Problems the command line already found (spellings that disagree), reported with the rest.
+  std::vector<Diagnostic> flag_problems;
   EnvLookup env;
   // Counts GPUs for hardware defaults; `why` gets the reason when there are none.
   std::function<int(std::string* why)> count_gpus;

@@ -3,6 +3,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/defaults.h"
 
 namespace accel::launcher {
 namespace {
@@ -128,6 +129,15 @@ absl::StatusOr<SchedulerInfo> DetectScheduler(const EnvLookup& env) {
       info.values.push_back({"main_process_ip", hosts->front(), absl::StrCat(name, "=", *list)});
       break;
     }
+    if (auto job = ReadInt(env, "SLURM_JOB_ID", &error)) {
+      const int port = defaults::kSlurmPortBase + *job % defaults::kSlurmPortSpan;
+      info.values.push_back(
+          {"main_process_port", absl::StrCat(port),
+           absl::StrCat("SLURM_JOB_ID=", *job, " (port ", defaults::kSlurmPortBase, " + job id % ",
+                        defaults::kSlurmPortSpan, ")"),
+           /*fallback=*/true});
+    }
+    if (!error.ok()) return error;
     return info;
   }
   if (env("OMPI_COMM_WORLD_RANK") || env("OMPI_COMM_WORLD_SIZE")) {
@@ -139,6 +149,16 @@ absl::StatusOr<SchedulerInfo> DetectScheduler(const EnvLookup& env) {
     if (auto size = ReadInt(env, "OMPI_COMM_WORLD_SIZE", &error)) {
       info.values.push_back(
           {"num_machines", absl::StrCat(*size), absl::StrCat("OMPI_COMM_WORLD_SIZE=", *size)});
+    }
+    if (!error.ok()) return error;
+    return info;
+  }
+  if (env("JOB_COMPLETION_INDEX")) {
+    // A Kubernetes indexed Job: the pod's index is the machine; the pod template sets the rest.
+    info.name = "Kubernetes";
+    if (auto index = ReadInt(env, "JOB_COMPLETION_INDEX", &error)) {
+      info.values.push_back(
+          {"machine_rank", absl::StrCat(*index), absl::StrCat("JOB_COMPLETION_INDEX=", *index)});
     }
     if (!error.ok()) return error;
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <regex>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -20,6 +21,8 @@ using values::SetComputeEnvironment;
 using values::SetDeepspeed;
 using values::SetDistributedType;
 using values::SetDynamo;
+using values::SetDynamoBackend;
+using values::SetDynamoMode;
 using values::SetFraction;
 using values::SetFsdp;
 using values::SetGpuIds;
@@ -41,6 +44,22 @@ absl::Status Ignore(const YamlValue&, Config*) { return absl::OkStatus(); }
 std::string Bool(bool b) { return b ? "true" : "false"; }
 std::string Seconds(double s) { return absl::StrCat(s); }
 std::string Empty(const Config&) { return ""; }
+
+// dynamo_config as a YAML flow mapping, "{}" when every setting has its default.
+std::string DynamoSection(const Config& c) {
+  const Config d;
+  if (c.dynamo_backend == d.dynamo_backend && c.dynamo_mode == d.dynamo_mode &&
+      c.dynamo_use_fullgraph == d.dynamo_use_fullgraph &&
+      c.dynamo_use_dynamic == d.dynamo_use_dynamic &&
+      c.dynamo_use_regional_compilation == d.dynamo_use_regional_compilation) {
+    return "{}";
+  }
+  return absl::StrCat(
+      "{dynamo_backend: ", YamlQuote(c.dynamo_backend), ", dynamo_mode: ", c.dynamo_mode,
+      ", dynamo_use_dynamic: ", Bool(c.dynamo_use_dynamic),
+      ", dynamo_use_fullgraph: ", Bool(c.dynamo_use_fullgraph),
+      ", dynamo_use_regional_compilation: ", Bool(c.dynamo_use_regional_compilation), "}");
+}
 
 // clang-format off
 // One table row: the setter and getter are captureless lambdas over `v` (the value) and `c`.
@@ -80,17 +99,30 @@ std::vector<KeySpec> MakeSchema() {
       ACCEL_KEY(deepspeed_config, kSection, true, kNever, "DeepSpeed: not supported, must be empty",
                 SetDeepspeed(v, c), std::string(c.has_deepspeed_config ? "(set)" : "{}")),
       ACCEL_KEY(distributed_type, kEnum, true, kAlways, "NO, MULTI_GPU or MULTI_CPU (default NO)",
-                SetDistributedType(v, c), ToString(c.distributed_type)),
+                SetDistributedType(v, c), YamlQuote(ToString(c.distributed_type))),
       ACCEL_KEY(downcast_bf16, kBool, true, kAlways, "TPU only: 'no' or 'yes' (default 'no')",
                 SetBool(v, &c->downcast_bf16), std::string(c.downcast_bf16 ? "'yes'" : "'no'")),
-      ACCEL_KEY(dynamo_backend, kIgnored, true, kNever, "old spelling of dynamo_config; must be NO",
-                SetOff(v, "torch.compile (dynamo_backend)"), ""),
-      ACCEL_KEY(dynamo_config, kSection, true, kNever,
-                "torch.compile: not supported, must be empty or dynamo_backend NO", SetDynamo(v, c),
-                ""),
+      ACCEL_KEY(dynamo_backend, kEnum, true, kNever,
+                "torch.compile backend for Python scripts (ACCELERATE_DYNAMO_BACKEND): NO "
+                "(default), INDUCTOR, EAGER, AOT_EAGER, CUDAGRAPHS, ...",
+                SetDynamoBackend(v, c), YamlQuote(c.dynamo_backend)),
+      ACCEL_KEY(dynamo_config, kSection, true, kWhenNotDefault,
+                "torch.compile settings for Python scripts: dynamo_backend, dynamo_mode, "
+                "dynamo_use_fullgraph, dynamo_use_dynamic, dynamo_use_regional_compilation",
+                SetDynamo(v, c), DynamoSection(c)),
+      ACCEL_KEY(dynamo_mode, kEnum, true, kNever,
+                "torch.compile mode: default, reduce-overhead, max-autotune (default default)",
+                SetDynamoMode(v, c), c.dynamo_mode),
+      ACCEL_BOOL(dynamo_use_dynamic, dynamo_use_dynamic, true, kNever,
+                 "torch.compile dynamic shapes (default false)"),
+      ACCEL_BOOL(dynamo_use_fullgraph, dynamo_use_fullgraph, true, kNever,
+                 "torch.compile full graph (default false)"),
+      ACCEL_BOOL(dynamo_use_regional_compilation, dynamo_use_regional_compilation, true, kNever,
+                 "torch.compile regional compilation (default false)"),
       ACCEL_IGNORED(ec2_instance_type, "SageMaker only; ignored"),
       ACCEL_BOOL(enable_cpu_affinity, enable_cpu_affinity, true, kAlways,
-                 "accepted for compatibility; accel-launch does not pin workers (default false)"),
+                 "pin each local process to its own share of the CPUs, NUMA node by NUMA node; "
+                 "ACCELERATE_CPU_AFFINITY=1 in workers (default false)"),
       ACCEL_KEY(fp8_config, kSection, true, kNever, "FP8: not supported, must be empty",
                 SetOtherSection(v, "FP8 (fp8_config)"), ""),
       ACCEL_KEY(fp16, kIgnored, true, kNever,
@@ -98,7 +130,7 @@ std::vector<KeySpec> MakeSchema() {
       ACCEL_KEY(fsdp_config, kSection, true, kNever, "FSDP: not supported, must be empty",
                 SetFsdp(v, c), std::string(c.has_fsdp_config ? "(set)" : "{}")),
       ACCEL_KEY(gpu_ids, kList, true, kAlways, "'all' or GPU indices like 0,1 (default all)",
-                SetGpuIds(v, c), c.gpu_ids),
+                SetGpuIds(v, c), YamlQuote(c.gpu_ids)),
       ACCEL_INT(gradient_accumulation_steps, gradient_accumulation_steps, false, kWhenNotDefault,
                 "micro-steps per optimizer step, >= 1 (default 1)"),
       ACCEL_SECONDS(hang_timeout, hang_timeout_s,
@@ -110,6 +142,11 @@ std::vector<KeySpec> MakeSchema() {
       ACCEL_IGNORED(image_uri, "SageMaker only; ignored"),
       ACCEL_KEY(ipex_config, kSection, true, kNever, "IPEX: not supported, must be empty or off",
                 SetIpex(v, c), ""),
+      ACCEL_KEY(local_ranks_filter, kList, false, kWhenNotDefault,
+                "torchrun's: local ranks whose output reaches the console on each machine, like 0 "
+                "(default: all)",
+                values::ParseIntList(v, &c->local_ranks_filter),
+                absl::StrJoin(c.local_ranks_filter, ",")),
       ACCEL_STRING(local_addr, local_addr, false, kWhenNotDefault,
                    "address other machines reach this one at (default: auto)"),
       ACCEL_STRING(log_dir, log_dir, false, kWhenNotDefault,
@@ -138,6 +175,8 @@ std::vector<KeySpec> MakeSchema() {
                 SetOtherSection(v, "mpirun launch (mpirun_config)"), ""),
       ACCEL_STRING(network_interface, network_interface, false, kWhenNotDefault,
                    "interface whose IPv4 address becomes local_addr when that is unset"),
+      ACCEL_INT(num_cpu_threads_per_process, num_cpu_threads_per_process, false, kWhenNotDefault,
+                "OMP_NUM_THREADS in every worker; 0 = automatic (default 0)"),
       ACCEL_INT(num_machines, num_machines, true, kAlways, "number of machines, >= 1 (default 1)"),
       ACCEL_INT(num_processes, num_processes, true, kAlways,
                 "TOTAL processes over all machines, >= 1, divisible by num_machines (default 1)"),
@@ -154,18 +193,24 @@ std::vector<KeySpec> MakeSchema() {
                 SetFraction(v, &c->preflight_threshold), absl::StrCat(c.preflight_threshold)),
       ACCEL_IGNORED(profile, "SageMaker only; ignored"),
       ACCEL_IGNORED(py_version, "SageMaker only; ignored"),
+      ACCEL_STRING(python, python, false, kWhenNotDefault,
+                   "interpreter that runs PROGRAM.py and -m MODULE (default python3, from PATH)"),
       ACCEL_IGNORED(pytorch_version, "SageMaker only; ignored"),
       ACCEL_KEY(ranks_filter, kList, false, kWhenNotDefault,
                 "ranks whose output reaches the console, like 0,1 (default: all)",
                 SetRanksFilter(v, c), absl::StrJoin(c.ranks_filter, ",")),
       ACCEL_KEY(rdzv_backend, kEnum, true, kAlways, "static (default; c10d accepted as the same)",
                 SetRdzvBackend(v, c), c.rdzv_backend),
+      ACCEL_BOOL(rdzv_insecure, rdzv_insecure, false, kWhenNotDefault,
+                 "let a multi-machine job run without a rendezvous token: anyone who reaches "
+                 "the port can join, use the store and abort it (default false: refused)"),
       ACCEL_SECONDS(rdzv_timeout, rdzv_timeout_s,
                     absl::StrCat("how long machines wait for each other at rendezvous, seconds "
                                  "(default ",
                                  Seconds(defaults.rdzv_timeout_s), ")")),
       ACCEL_STRING(rdzv_token_file, rdzv_token_file, false, kWhenNotDefault,
-                   "file holding the shared rendezvous token (default: generated)"),
+                   "file holding the shared rendezvous token, relative to the config file "
+                   "(`accel-launch config` writes one; one machine: generated)"),
       ACCEL_IGNORED(region, "SageMaker only; ignored"),
       ACCEL_STRING(run_id, run_id, false, kNever,
                    "job id shared by all machines (default: generated)"),
@@ -246,16 +291,25 @@ std::string EnvVarName(absl::string_view key) {
 }
 
 std::string YamlQuote(absl::string_view value) {
-  static const std::vector<absl::string_view> kReserved = {"y",     "n",  "yes", "no",   "true",
-                                                           "false", "on", "off", "null", "~"};
-  bool quote = value.empty();
-  for (absl::string_view word : kReserved) quote = quote || absl::EqualsIgnoreCase(value, word);
-  double number = 0;
-  quote = quote || absl::SimpleAtod(value, &number);
+  // Plain scalars that PyYAML (accelerate's loader, YAML 1.1) resolves to something other than a
+  // string: booleans, null, ints (0x, 0o, 0b, sexagesimal, underscores), floats, timestamps,
+  // merge and value keys.
+  static const std::regex kNotAString(
+      "y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF|"
+      "~|null|Null|NULL|<<|=|"
+      "[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|"
+      "[-+]?[1-9][0-9_]*(:[0-5]?[0-9])+|"
+      "[-+]?([0-9][0-9_]*)?\\.[0-9_]*([eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+\\.[0-9_]*|"
+      "[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)|"
+      "[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt ].*)?");
+  const std::string text(value);
+  bool quote = value.empty() || std::regex_match(text, kNotAString);
+  // YAML syntax: indicators at the start, ": " and " #" inside, edge spaces, tabs.
   quote = quote || absl::StrContains(value, ": ") || absl::StrContains(value, " #") ||
-          value.front() == ' ' || value.back() == ' ' ||
+          absl::StrContains(value, "\t") || value.back() == ':' || value.front() == ' ' ||
+          value.back() == ' ' ||
           absl::string_view("!&*-?[]{},|>'\"%@`#:").find(value.front()) != absl::string_view::npos;
-  if (!quote) return std::string(value);
+  if (!quote) return text;
   std::string out = "'";
   for (char ch : value) {
     out.push_back(ch);

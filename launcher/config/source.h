@@ -34,6 +34,13 @@ struct ValueOrigin {
 // Config key → origin of the value in effect. Keys absent here hold their default.
 using SourceMap = std::map<std::string, ValueOrigin>;
 
+// One command-line value for a config key, as given.
+struct FlagValue {
+  std::string key;       // the config key, e.g. "main_process_port"
+  std::string text;      // the value; booleans as "true"/"false"
+  std::string spelling;  // how it was written when not "--<key> <text>", e.g. "--master_port 29501"
+};
+
 // Returns true unless `key`'s value was rejected (its problem is already reported).
 bool Accepted(const SourceMap& sources, const std::string& key);
 

@@ -1,9 +1,41 @@
 #include "launcher/config/validate.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "common/defaults.h"
 
 namespace accel::launcher {
+namespace {
+
+// Returns why the logs cannot go to `dir` ("" when they can): it, or the nearest directory above
+// it that exists (the launcher creates the rest), must be a directory this user may write into.
+std::string LogDirProblem(const std::string& dir) {
+  std::string path = dir;
+  while (true) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) return absl::StrCat(path, " is not a directory");
+      if (::access(path.c_str(), W_OK | X_OK) != 0) {
+        return absl::StrCat(path, " is not writable: ", std::strerror(errno));
+      }
+      return "";
+    }
+    if (errno != ENOENT) return absl::StrCat(path, ": ", std::strerror(errno));
+    const std::size_t slash = path.find_last_not_of('/', path.find_last_of('/'));
+    if (path.find('/') == std::string::npos) {
+      path = ".";
+    } else {
+      path = slash == std::string::npos ? "/" : path.substr(0, slash + 1);
+    }
+  }
+}
+
+}  // namespace
 
 std::vector<Diagnostic> ValidateConfig(const Config& c, const SourceMap& sources) {
   std::vector<Diagnostic> problems;
@@ -12,14 +44,30 @@ std::vector<Diagnostic> ValidateConfig(const Config& c, const SourceMap& sources
   };
   // A rejected value is already reported: checks that involve it would only add noise.
   auto ok = [&](const char* key) { return Accepted(sources, key); };
-  const bool machines_ok = c.num_machines >= 1 && ok("num_machines");
-  const bool processes_ok = c.num_processes >= 1 && ok("num_processes");
+  // Upper bounds first: nothing downstream sizes anything by an unchecked count.
+  const bool machines_ok =
+      c.num_machines >= 1 && c.num_machines <= defaults::kMaxMachines && ok("num_machines");
+  const bool processes_ok =
+      c.num_processes >= 1 && c.num_processes <= defaults::kMaxProcesses && ok("num_processes");
   if (c.num_machines < 1) {
     problem("num_machines", absl::StrCat("num_machines must be at least 1, got ", c.num_machines));
+  } else if (c.num_machines > defaults::kMaxMachines) {
+    problem("num_machines", absl::StrCat("num_machines ", c.num_machines,
+                                         " is more than the limit of ", defaults::kMaxMachines));
   }
   if (c.num_processes < 1) {
     problem("num_processes",
             absl::StrCat("num_processes must be at least 1, got ", c.num_processes));
+  } else if (c.num_processes > defaults::kMaxProcesses) {
+    problem("num_processes",
+            absl::StrCat("num_processes ", c.num_processes, " is more than the limit of ",
+                         defaults::kMaxProcesses, " (the total over all machines)"));
+  } else if (machines_ok && c.num_processes / c.num_machines > defaults::kMaxProcessesPerMachine) {
+    problem("num_processes",
+            absl::StrCat("num_processes ", c.num_processes, " over ", c.num_machines,
+                         " machine(s) is ", c.num_processes / c.num_machines,
+                         " processes per machine, more than the limit of ",
+                         defaults::kMaxProcessesPerMachine));
   }
   if (c.machine_rank < 0) {
     problem("machine_rank", absl::StrCat("machine_rank must be at least 0, got ", c.machine_rank));
@@ -75,9 +123,29 @@ std::vector<Diagnostic> ValidateConfig(const Config& c, const SourceMap& sources
       break;
     }
   }
+  if (c.num_cpu_threads_per_process < 0) {
+    problem("num_cpu_threads_per_process",
+            absl::StrCat("num_cpu_threads_per_process must be at least 0 (0 = automatic), got ",
+                         c.num_cpu_threads_per_process));
+  }
+  for (int local : c.local_ranks_filter) {
+    if (machines_ok && processes_ok && c.num_processes % c.num_machines == 0 &&
+        local >= c.processes_per_machine()) {
+      problem("local_ranks_filter",
+              absl::StrCat("local_ranks_filter local rank ", local, " is out of range 0..",
+                           c.processes_per_machine() - 1));
+      break;
+    }
+  }
+  if (c.python.empty()) problem("python", "python must name an interpreter, e.g. python3");
   if (c.tls_cert_file.empty() != c.tls_key_file.empty()) {
     problem(c.tls_cert_file.empty() ? "tls_key_file" : "tls_cert_file",
             "tls_cert_file and tls_key_file must be set together");
+  }
+  if (!c.log_dir.empty()) {
+    if (std::string why = LogDirProblem(c.log_dir); !why.empty()) {
+      problem("log_dir", absl::StrCat("log_dir ", c.log_dir, " cannot hold the logs: ", why));
+    }
   }
   return problems;
 }

@@ -251,11 +251,85 @@ absl::Status SetOtherSection(const YamlValue& v, absl::string_view what) {
   return Section(v, what, &present);
 }
 
-absl::Status SetDynamo(const YamlValue& v, Config* /*c*/) {
-  if (AllOff(v)) return absl::OkStatus();
-  return Invalid(
-      "torch.compile (dynamo_config) is not supported by accel-launch; remove this "
-      "section or set dynamo_backend: 'NO'");
+absl::Status SetDynamoBackend(const YamlValue& v, Config* c) {
+  // accelerate's DynamoBackend values (TORHCHXLA_TRACE_ONCE and IPEX: older releases' names).
+  static const std::vector<absl::string_view> kBackends = {"NO",
+                                                           "EAGER",
+                                                           "AOT_EAGER",
+                                                           "INDUCTOR",
+                                                           "AOT_TS_NVFUSER",
+                                                           "NVPRIMS_NVFUSER",
+                                                           "CUDAGRAPHS",
+                                                           "OFI",
+                                                           "FX2TRT",
+                                                           "ONNXRT",
+                                                           "TENSORRT",
+                                                           "AOT_TORCHXLA_TRACE_ONCE",
+                                                           "TORCHXLA_TRACE_ONCE",
+                                                           "TORHCHXLA_TRACE_ONCE",
+                                                           "TVM",
+                                                           "HPU_BACKEND",
+                                                           "IPEX"};
+  bool off = false;
+  const std::string text =
+      v.kind == Kind::kScalar ? absl::AsciiStrToUpper(absl::StripAsciiWhitespace(v.scalar)) : "";
+  if (v.kind == Kind::kScalar && !v.quoted && ParseBool(text, &off) && !off) {
+    c->dynamo_backend = "NO";  // YAML's unquoted NO / no / false
+    return absl::OkStatus();
+  }
+  for (absl::string_view backend : kBackends) {
+    if (text == backend) {
+      c->dynamo_backend = text;
+      return absl::OkStatus();
+    }
+  }
+  return Invalid(WithSuggestion(
+      absl::StrCat("expected a torch dynamo backend (NO, INDUCTOR, EAGER, AOT_EAGER, CUDAGRAPHS, "
+                   "...), got ",
+                   Describe(v)),
+      text, kBackends));
+}
+
+absl::Status SetDynamoMode(const YamlValue& v, Config* c) {
+  static const std::vector<absl::string_view> kModes = {"default", "reduce-overhead",
+                                                        "max-autotune"};
+  const std::string text = v.kind == Kind::kScalar ? v.scalar : "";
+  for (absl::string_view mode : kModes) {
+    if (text == mode) {
+      c->dynamo_mode = text;
+      return absl::OkStatus();
+    }
+  }
+  return Invalid(WithSuggestion(
+      absl::StrCat("expected default, reduce-overhead or max-autotune, got ", Describe(v)), text,
+      kModes));
+}
+
+absl::Status SetDynamo(const YamlValue& v, Config* c) {
+  if (v.empty()) return absl::OkStatus();
+  if (v.kind != Kind::kMap) return Invalid(absl::StrCat("expected a mapping, got ", Describe(v)));
+  for (const auto& [key, value] : v.entries) {
+    if (value.kind == Kind::kNull) continue;  // unset, as everywhere
+    const std::string name = key.kind == Kind::kScalar ? key.scalar : "";
+    absl::Status status;
+    if (name == "dynamo_backend") {
+      status = SetDynamoBackend(value, c);
+    } else if (name == "dynamo_mode") {
+      status = SetDynamoMode(value, c);
+    } else if (name == "dynamo_use_fullgraph") {
+      status = SetBool(value, &c->dynamo_use_fullgraph);
+    } else if (name == "dynamo_use_dynamic") {
+      status = SetBool(value, &c->dynamo_use_dynamic);
+    } else if (name == "dynamo_use_regional_compilation") {
+      status = SetBool(value, &c->dynamo_use_regional_compilation);
+    } else {
+      return Invalid(WithSuggestion(absl::StrCat("unknown dynamo_config key '", name, "'"), name,
+                                    {"dynamo_backend", "dynamo_mode", "dynamo_use_fullgraph",
+                                     "dynamo_use_dynamic", "dynamo_use_regional_compilation"}));
+    }
+    if (!status.ok()) return Invalid(absl::StrCat(name, ": ", status.message()));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status SetIpex(const YamlValue& v, Config* /*c*/) {

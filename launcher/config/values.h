@@ -49,8 +49,14 @@ absl::Status SetDeepspeed(const YamlValue& v, Config* c);
 absl::Status SetFsdp(const YamlValue& v, Config* c);
 absl::Status SetMegatron(const YamlValue& v, Config* c);
 absl::Status SetOtherSection(const YamlValue& v, absl::string_view what);
-// dynamo_config / ipex_config: fine when empty or every entry is off (false, no, NO).
+// torch.compile: a backend accelerate knows (NO, INDUCTOR, ... any case, stored upper case) and a
+// mode (default, reduce-overhead, max-autotune).
+absl::Status SetDynamoBackend(const YamlValue& v, Config* c);
+absl::Status SetDynamoMode(const YamlValue& v, Config* c);
+// dynamo_config: a mapping of dynamo_backend, dynamo_mode, dynamo_use_fullgraph,
+// dynamo_use_dynamic and dynamo_use_regional_compilation (each as the key of that name).
 absl::Status SetDynamo(const YamlValue& v, Config* c);
+// ipex_config: fine when empty or every entry is off (false, no, NO).
 absl::Status SetIpex(const YamlValue& v, Config* c);
 // accelerate's old `fp16: true`: sets mixed_precision fp16 (false leaves it alone).
 absl::Status SetLegacyFp16(const YamlValue& v, Config* c);

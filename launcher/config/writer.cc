@@ -7,7 +7,10 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "common/json.h"
 #include "launcher/config/schema.h"
+#include "launcher/config/values.h"
 
 namespace accel::launcher {
 namespace {
@@ -41,17 +44,47 @@ std::string ToConfigYaml(const Config& config) {
   return out;
 }
 
-std::string FormatResolvedConfig(const Config& config, const SourceMap& sources) {
+std::string FormatResolvedConfig(const Config& config, const SourceMap& sources,
+                                 const EffectiveValues& effective) {
   std::string out;
   for (const KeySpec& spec : Schema()) {
     if (spec.kind == KeyKind::kIgnored || spec.kind == KeyKind::kSection) continue;
     auto it = sources.find(std::string(spec.name));
-    const std::string origin = it == sources.end() ? "default" : DescribeOrigin(it->second);
+    std::string origin = it == sources.end() ? "default" : DescribeOrigin(it->second);
     std::string value = spec.get(config);
+    auto fallback = effective.find(std::string(spec.name));
+    if (fallback != effective.end() && fallback->second.value != value) {
+      absl::StrAppend(&origin, "; configured ", value, ", but ", fallback->second.reason);
+      value = fallback->second.value;
+    }
     if (value.empty()) value = "''";
     absl::StrAppend(&out, "  ", spec.name, ": ", value, "  # ", origin, "\n");
   }
   return out;
+}
+
+std::string JsonValue(const KeySpec& spec, const Config& config) {
+  std::string text = spec.get(config);
+  if (text.size() >= 2 && text.front() == '\'' && text.back() == '\'') {
+    text = absl::StrReplaceAll(text.substr(1, text.size() - 2), {{"''", "'"}});
+  }
+  bool flag = false;
+  switch (spec.kind) {
+    case KeyKind::kBool:
+      return ParseBool(text, &flag) && flag ? "true" : "false";
+    case KeyKind::kInt:
+    case KeyKind::kSeconds:
+      return text;
+    case KeyKind::kList:
+      if (spec.name == "gpu_ids") return JsonQuote(text);
+      return absl::StrCat("[", absl::StrReplaceAll(text, {{",", ", "}}), "]");
+    case KeyKind::kString:
+    case KeyKind::kEnum:
+    case KeyKind::kSection:
+    case KeyKind::kIgnored:
+      break;
+  }
+  return text.empty() ? "null" : JsonQuote(text);
 }
 
 absl::Status WriteConfigFile(const std::string& path, const std::string& text) {

@@ -5,6 +5,10 @@
 
 #include <exception>
 #include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/defaults.h"
 
 namespace accel::launcher {
 namespace {
@@ -14,9 +18,16 @@ YamlPos ToPos(const YAML::Mark& mark) {
   return {mark.line + 1, mark.column + 1};
 }
 
-YamlValue Convert(const YAML::Node& node) {
+// Thrown by Convert when the tree grows past defaults::kMaxConfigYamlNodes: aliases share one
+// node in yaml-cpp, but the converted tree copies every reference, so nested aliases multiply.
+struct TooManyNodes {
+  YamlPos pos;
+};
+
+YamlValue Convert(const YAML::Node& node, int& budget) {
   YamlValue value;
   value.pos = ToPos(node.Mark());
+  if (--budget < 0) throw TooManyNodes{value.pos};
   switch (node.Type()) {
     case YAML::NodeType::Undefined:
     case YAML::NodeType::Null:
@@ -29,12 +40,13 @@ YamlValue Convert(const YAML::Node& node) {
       break;
     case YAML::NodeType::Sequence:
       value.kind = YamlValue::Kind::kSequence;
-      for (const YAML::Node& item : node) value.items.push_back(Convert(item));
+      for (const YAML::Node& item : node) value.items.push_back(Convert(item, budget));
       break;
     case YAML::NodeType::Map:
       value.kind = YamlValue::Kind::kMap;
       for (const auto& entry : node) {
-        value.entries.emplace_back(Convert(entry.first), Convert(entry.second));
+        YamlValue key = Convert(entry.first, budget);
+        value.entries.emplace_back(std::move(key), Convert(entry.second, budget));
       }
       break;
   }
@@ -46,8 +58,14 @@ YamlValue Convert(const YAML::Node& node) {
 bool ParseYaml(std::string_view text, YamlValue* document, YamlError* error) {
   try {
     YAML::Node root = YAML::Load(std::string(text));
-    *document = Convert(root);
+    int budget = defaults::kMaxConfigYamlNodes;
+    *document = Convert(root, budget);
     return true;
+  } catch (const TooManyNodes& e) {
+    error->pos = e.pos;
+    error->message = absl::StrCat("more than ", defaults::kMaxConfigYamlNodes,
+                                  " values once aliases (*name) are expanded; a config file "
+                                  "needs far fewer (nested aliases multiply)");
   } catch (const YAML::DeepRecursion& e) {
     error->pos = ToPos(e.mark);
     error->message = "nested too deeply";

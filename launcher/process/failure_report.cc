@@ -116,11 +116,13 @@ std::string FormatFailureReport(const std::vector<WorkerFailure>& failures,
       absl::StrAppendFormat(&out, "  %-10s %s\n", label, DescribeMachineCause(f));
       continue;
     }
-    absl::StrAppendFormat(&out, "  %-10s %-7d %-16s %-5d %-5s %-8s %-22s %s\n", label,
-                          f.machine_rank, f.host.empty() ? "?" : f.host, f.rank,
-                          f.local_rank >= 0 ? absl::StrCat(f.local_rank) : "?",
-                          f.pid > 0 ? absl::StrCat(f.pid) : "?", DescribeExit(f.exit),
-                          absl::FormatTime("%H:%M:%E3S", f.time, absl::UTCTimeZone()));
+    absl::StrAppendFormat(
+        &out, "  %-10s %-7d %-16s %-5d %-5s %-8s %-22s %s\n", label, f.machine_rank,
+        f.host.empty() ? "?" : f.host, f.rank, f.local_rank >= 0 ? absl::StrCat(f.local_rank) : "?",
+        f.pid > 0 ? absl::StrCat(f.pid) : "?",
+        // a hang reported before its teardown: it had not exited then
+        absl::StartsWith(f.detail, "hang") && f.exit.ok() ? "hung" : DescribeExit(f.exit),
+        absl::FormatTime("%H:%M:%E3S", f.time, absl::UTCTimeZone()));
   }
   for (const WorkerFailure& f : failures) {
     if (f.rank < 0) {
@@ -159,10 +161,6 @@ std::string DescribeCause(const WorkerFailure& f) {
   return absl::StrCat("rank ", f.rank, " on machine ", f.machine_rank,
                       f.host.empty() ? "" : absl::StrCat(" (host ", f.host, ")"), ": ",
                       hang ? f.detail : DescribeExit(f.exit));
-}
-
-int ExitCodeFor(const WorkerFailure& root) {
-  return ExitCodeForWorker(root.exit.exit_code, root.exit.signal);
 }
 
 }  // namespace accel::launcher

@@ -51,10 +51,6 @@ std::string DescribeMachineCause(const WorkerFailure& failure);
 // "rank 3 on machine 1 (host b): signal 9 (SIGKILL)", a hang's detail, or a machine's row.
 std::string DescribeCause(const WorkerFailure& failure);
 
-// Returns the launcher's exit code for a job whose root cause is `root`: common/exit_codes.h's
-// ExitCodeForWorker of its exit code and signal.
-int ExitCodeFor(const WorkerFailure& root);
-
 }  // namespace accel::launcher
 
 #endif  // ACCEL_LAUNCHER_PROCESS_FAILURE_REPORT_H_

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 extern char** environ;  // NOLINT: POSIX
 
@@ -13,6 +14,14 @@ std::string HostName() {
   if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') {
     return "localhost";
   }
+  return name;
+}
+
+std::string ProcessName(int pid) {
+  if (pid <= 0) return "";
+  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  std::getline(comm, name);
   return name;
 }
 

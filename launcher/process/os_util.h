@@ -14,6 +14,9 @@ std::string HostName();
 // Returns `environ` as a vector.
 std::vector<std::string> CurrentEnvironment();
 
+// Returns the program name of process `pid` (/proc/PID/comm), or "" when it is gone or unknown.
+std::string ProcessName(int pid);
+
 // Removes `path` and everything below it; errors are ignored (cleanup of our own temp files).
 void RemoveTree(const std::string& path);
 

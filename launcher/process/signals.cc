@@ -7,6 +7,8 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "launcher/process/subprocess.h"
 
 namespace accel::launcher {
 
@@ -32,16 +34,32 @@ absl::StatusOr<SignalFd> SignalFd::Create() {
   return out;
 }
 
-int SignalFd::Read() const {
+int SignalFd::Read(pid_t* sender) const {
+  const Info info = ReadInfo();
+  if (sender != nullptr) *sender = info.sender;
+  return info.signal;
+}
+
+SignalFd::Info SignalFd::ReadInfo() const {
   signalfd_siginfo info{};
   ssize_t n;
   do {
     n = ::read(fd_.get(), &info, sizeof(info));
   } while (n < 0 && errno == EINTR);
   if (n != sizeof(info)) {
-    return 0;
+    return {};
   }
-  return static_cast<int>(info.ssi_signo);
+  return {static_cast<int>(info.ssi_signo), info.ssi_code == SI_KERNEL,
+          static_cast<pid_t>(info.ssi_pid)};
+}
+
+std::string DescribeLauncherSignal(int signal, const std::string& sender) {
+  if (sender == "slurmstepd") {
+    const char* name = ::sigabbrev_np(signal);
+    return absl::StrCat("stopped by SIG", name != nullptr ? name : absl::StrCat(signal),
+                        " from Slurm (scancel or the job's time limit)");
+  }
+  return absl::StrCat("interrupted by ", DescribeExit(ExitStatus{0, signal}));
 }
 
 }  // namespace accel::launcher

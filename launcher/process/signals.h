@@ -9,6 +9,8 @@
 
 #include <signal.h>
 
+#include <string>
+
 #include "absl/status/statusor.h"
 #include "common/unique_fd.h"
 
@@ -29,14 +31,28 @@ class SignalFd {
   // The mask the launcher had before Create; workers start with it.
   const sigset_t& original_mask() const { return original_mask_; }
 
-  // Returns the next pending signal number, or 0 when none is pending (never blocks).
-  int Read() const;
+  // Returns the next pending signal number, or 0 when none is pending (never blocks). When
+  // `sender` is given it receives the sending process's pid (0 for the kernel or unknown).
+  int Read(pid_t* sender = nullptr) const;
+
+  struct Info {
+    int signal = 0;            // 0 = none pending
+    bool from_kernel = false;  // sent by the kernel (the terminal's ^C or hangup), not kill(2)
+    pid_t sender = 0;          // the sending process (0 for the kernel or unknown)
+  };
+  // Returns the next pending signal and who sent it (never blocks).
+  Info ReadInfo() const;
 
  private:
   SignalFd() = default;
   UniqueFd fd_;
   sigset_t original_mask_{};
 };
+
+// Returns what the launcher says about the signal that stopped it: "stopped by SIGTERM from Slurm
+// (scancel or the job's time limit)" when `sender` (the sending program's name) is slurmstepd,
+// else "interrupted by signal N".
+std::string DescribeLauncherSignal(int signal, const std::string& sender);
 
 }  // namespace accel::launcher
 

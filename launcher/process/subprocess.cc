@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -14,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/exit_codes.h"
 
@@ -37,24 +39,47 @@ int CheckExecutable(const std::string& path) {
 
 int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
+// What the child failed at, sent with errno through the error pipe.
+enum ChildStage : int { kStageDup2 = 1, kStageAffinity = 2, kStageExec = 3 };
+
+[[noreturn]] void FailChild(int error_fd, ChildStage stage) {
+  const int report[2] = {stage, errno};
+  (void)!::write(error_fd, report, sizeof(report));
+  _exit(kExitExecFailed);
+}
+
+// What the child does between fork and exec, all prepared before fork.
+struct ChildPlan {
+  const char* path;
+  char* const* argv;
+  char* const* envp;
+  int fds[3];
+  const sigset_t* mask;
+  const cpu_set_t* cpus;  // nullptr = inherit
+  bool own_process_group;
+  pid_t parent;
+  int error_fd;
+};
+
 // Child side of Spawn: async-signal-safe calls only, never returns.
-[[noreturn]] void ExecChild(const char* path, char* const* argv, char* const* envp,
-                            const int (&fds)[3], const sigset_t* mask, pid_t parent, int error_fd) {
-  ::setpgid(0, 0);
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) {
+[[noreturn]] void ExecChild(const ChildPlan& plan) {
+  if (plan.own_process_group) ::setpgid(0, 0);
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != plan.parent) {
     _exit(kExitExecFailed);  // the launcher is already gone
   }
+  if (plan.cpus != nullptr &&
+      ::syscall(SYS_sched_setaffinity, 0, sizeof(cpu_set_t), plan.cpus) != 0) {
+    FailChild(plan.error_fd, kStageAffinity);
+  }
   for (int target = 0; target <= 2; ++target) {
-    const int fd = fds[target];
+    const int fd = plan.fds[target];
     if (fd < 0) {
       continue;
     }
     if (fd == target) {
       ::fcntl(fd, F_SETFD, 0);
     } else if (::dup2(fd, target) < 0) {
-      const int err = errno;
-      (void)!::write(error_fd, &err, sizeof(err));
-      _exit(kExitExecFailed);
+      FailChild(plan.error_fd, kStageDup2);
     }
   }
   struct sigaction dfl {};
@@ -62,11 +87,18 @@ int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid
   ::sigaction(SIGPIPE, &dfl, nullptr);
   sigset_t empty;
   ::sigemptyset(&empty);
-  ::sigprocmask(SIG_SETMASK, mask != nullptr ? mask : &empty, nullptr);
-  ::execve(path, argv, envp);
-  const int err = errno;
-  (void)!::write(error_fd, &err, sizeof(err));
-  _exit(kExitExecFailed);
+  ::sigprocmask(SIG_SETMASK, plan.mask != nullptr ? plan.mask : &empty, nullptr);
+  ::execve(plan.path, plan.argv, plan.envp);
+  FailChild(plan.error_fd, kStageExec);
+}
+
+// Returns the parent's message for a child that failed at `stage` with `err`.
+absl::Status ChildError(const SpawnSpec& spec, int stage, int err) {
+  std::string what = absl::StrCat("execve ", spec.path);
+  if (stage == kStageDup2) what = "dup2";
+  if (stage == kStageAffinity)
+    what = absl::StrCat("sched_setaffinity ", absl::StrJoin(spec.cpus, ","));
+  return absl::ErrnoToStatus(err, absl::StrCat("spawn ", spec.label, ": ", what));
 }
 
 std::vector<char*> CStrings(const std::vector<std::string>& strings) {
@@ -120,6 +152,7 @@ std::string DescribeExit(const ExitStatus& status) {
 
 ChildProcess::ChildProcess(ChildProcess&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)),
+      group_(other.group_),
       pidfd_(std::move(other.pidfd_)),
       status_(other.status_) {}
 
@@ -127,6 +160,7 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
   if (this != &other) {
     KillAndReap();
     pid_ = std::exchange(other.pid_, -1);
+    group_ = other.group_;
     pidfd_ = std::move(other.pidfd_);
     status_ = other.status_;
   }
@@ -150,13 +184,13 @@ void ChildProcess::SignalGroup(int signal) const {
   if (!running()) {
     return;
   }
-  if (::kill(-pid_, signal) != 0) {
+  if (!group_ || ::kill(-pid_, signal) != 0) {
     ::kill(pid_, signal);  // group gone: the child itself
   }
 }
 
 void ChildProcess::KillGroupRemnants() const {
-  if (pid_ > 0 && status_.has_value()) {
+  if (pid_ > 0 && status_.has_value() && group_) {
     ::kill(-pid_, SIGKILL);
   }
 }
@@ -201,33 +235,46 @@ absl::StatusOr<ChildProcess> Spawn(const SpawnSpec& spec) {
   if (!error_pipe.ok()) {
     return error_pipe.status();
   }
-  const int fds[3] = {spec.stdin_fd, spec.stdout_fd, spec.stderr_fd};
-  const pid_t parent = ::getpid();
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int cpu : spec.cpus) {
+    if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &cpus);
+  }
+  const ChildPlan plan{spec.path.c_str(),
+                       argv.data(),
+                       envp.data(),
+                       {spec.stdin_fd, spec.stdout_fd, spec.stderr_fd},
+                       spec.child_mask,
+                       spec.cpus.empty() ? nullptr : &cpus,
+                       spec.own_process_group,
+                       ::getpid(),
+                       error_pipe->second.get()};
   // _Fork (glibc >= 2.34) runs no atfork handlers: nothing of gRPC's or anyone's runs in the child.
   const pid_t pid = ::_Fork();
   if (pid < 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat("spawn ", spec.label, ": fork"));
   }
   if (pid == 0) {
-    ExecChild(spec.path.c_str(), argv.data(), envp.data(), fds, spec.child_mask, parent,
-              error_pipe->second.get());
+    ExecChild(plan);
   }
-  ::setpgid(pid, pid);  // also here, so the group exists before we ever signal it
+  if (spec.own_process_group) {
+    ::setpgid(pid, pid);  // also here, so the group exists before we ever signal it
+  }
   ChildProcess child;
   child.pid_ = pid;
+  child.group_ = spec.own_process_group;
   error_pipe->second.reset();
-  int child_errno = 0;
+  int report[2] = {0, 0};  // {ChildStage, errno}
   ssize_t n;
   do {
-    n = ::read(error_pipe->first.get(), &child_errno, sizeof(child_errno));
+    n = ::read(error_pipe->first.get(), report, sizeof(report));
   } while (n < 0 && errno == EINTR);
-  if (n == sizeof(child_errno)) {
+  if (n == sizeof(report)) {
     int wstatus = 0;
     while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
     }
     child.pid_ = -1;
-    return absl::ErrnoToStatus(child_errno,
-                               absl::StrCat("spawn ", spec.label, ": execve ", spec.path));
+    return ChildError(spec, report[0], report[1]);
   }
   child.pidfd_.reset(PidfdOpen(pid));
   if (!child.pidfd_.valid()) {

@@ -3,9 +3,10 @@
 // gRPC forbids fork without exec, so the child runs only async-signal-safe calls between fork
 // (glibc's _Fork: no atfork handlers) and execve: setpgid (own process group),
 // prctl(PR_SET_PDEATHSIG, SIGKILL) plus a getppid() check (the worker dies with the launcher),
-// sigprocmask, dup2, execve. Everything the child needs (argv, envp, fds) is prepared before fork.
-// PR_SET_PDEATHSIG fires when the *thread* that forked exits, so Spawn must be called from a thread
-// that lives as long as the worker (the agent's main thread). Every fd opened here is O_CLOEXEC.
+// the raw sched_setaffinity system call (CPU pinning), sigprocmask, dup2, execve. Everything the
+// child needs (argv, envp, fds) is prepared before fork. PR_SET_PDEATHSIG fires when the *thread*
+// that forked exits, so Spawn must be called from a thread that lives as long as the worker (the
+// agent's main thread). Every fd opened here is O_CLOEXEC.
 #ifndef ACCEL_LAUNCHER_PROCESS_SUBPROCESS_H_
 #define ACCEL_LAUNCHER_PROCESS_SUBPROCESS_H_
 
@@ -37,6 +38,10 @@ struct SpawnSpec {
   int stdout_fd = -1;                    // dup2'ed onto 1; -1 = inherit
   int stderr_fd = -1;                    // dup2'ed onto 2; -1 = inherit
   const sigset_t* child_mask = nullptr;  // signal mask for the child; nullptr = empty mask
+  std::vector<int> cpus;                 // pin the child to these CPUs; empty = inherit
+  // false: the child stays in the launcher's process group (the terminal's foreground group, so
+  // a lone worker can read the terminal); signals then go to the child alone.
+  bool own_process_group = true;
 };
 
 // How a process ended.
@@ -67,7 +72,8 @@ class ChildProcess {
   bool running() const { return pid_ > 0 && !status_.has_value(); }
   const std::optional<ExitStatus>& status() const { return status_; }
 
-  // Sends `signal` to the child's process group (the child and anything it started).
+  // Sends `signal` to the child's process group (the child and anything it started), or to the
+  // child alone when it stayed in the launcher's group.
   void SignalGroup(int signal) const;
 
   // SIGKILLs what is left of the reaped child's process group (its own children). The group id
@@ -81,12 +87,14 @@ class ChildProcess {
   friend absl::StatusOr<ChildProcess> Spawn(const SpawnSpec& spec);
   void KillAndReap();
   pid_t pid_ = -1;
+  bool group_ = true;  // the child leads its own process group
   UniqueFd pidfd_;
   std::optional<ExitStatus> status_;
 };
 
-// Forks and execs `spec`. Returns once execve succeeded in the child, or the child's execve
-// error ("spawn worker rank=3: execve ./train.bin: No such file or directory").
+// Forks and execs `spec`. Returns once execve succeeded in the child, or the child's error
+// ("spawn worker rank=3: execve ./train.bin: No such file or directory", "spawn worker rank=0:
+// sched_setaffinity 0-3: Invalid argument").
 absl::StatusOr<ChildProcess> Spawn(const SpawnSpec& spec);
 
 // Waits up to `timeout` for `child` to exit (polling its pidfd) and reaps it. When the time runs

@@ -10,7 +10,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/defaults.h"
 #include "launcher/process/hang_watch.h"
+#include "launcher/process/os_util.h"
 
 namespace accel::launcher {
 
@@ -77,8 +79,8 @@ class AttemptRun {
  public:
   AttemptRun(const SupervisorOptions& options, const SignalFd& signals, AbortChannel& abort,
              OutputRouter& router, const std::function<void(const WorkerFailure&)>& on_failure,
-             const std::function<void(int signal)>& on_interrupt, JobProgress* job,
-             WorkerObserver* observer)
+             const std::function<void(int signal, const std::string& sender)>& on_interrupt,
+             JobProgress* job, WorkerObserver* observer)
       : options_(options),
         signals_(signals),
         abort_(abort),
@@ -106,6 +108,9 @@ class AttemptRun {
   void OnAbort();
   // Reaps the workers that exited; a failure among them begins the teardown.
   void OnExit(absl::Time now);
+  // Returns true when `failures` are all kills from outside and the launcher's own signal
+  // follows within the grace (it is then handled): the failures are part of an interruption.
+  bool OwnSignalFollows(const std::vector<WorkerFailure>& failures);
   // Samples the ranks for hang detection; a verdict whose root cause runs here (or whose
   // machine did not report it in time) begins the teardown.
   void OnHangCheck(absl::Time now);
@@ -126,7 +131,7 @@ class AttemptRun {
   AbortChannel& abort_;
   OutputRouter& router_;
   const std::function<void(const WorkerFailure&)>& on_failure_;
-  const std::function<void(int signal)>& on_interrupt_;
+  const std::function<void(int signal, const std::string& sender)>& on_interrupt_;
   WorkerObserver* const observer_;  // may be null
   HangWatch hang_;
   const bool watch_hangs_;
@@ -254,18 +259,23 @@ absl::Time AttemptRun::NextWake() const {
 }
 
 void AttemptRun::OnSignals() {
-  for (int sig = signals_.Read(); sig != 0; sig = signals_.Read()) {
-    if (stopping_) {
+  pid_t sender = 0;
+  for (int sig = signals_.Read(&sender); sig != 0; sig = signals_.Read(&sender)) {
+    // The first signal during another machine's abort says why this machine stops too (a
+    // scheduler signals every machine; one of them tells the others first).
+    const bool explains_abort = result_.end == AttemptEnd::kAborted && result_.signal == 0;
+    if (stopping_ && !explains_abort) {
       KillNow();  // second Ctrl-C (or any second signal): no more grace
       continue;
     }
-    if (result_.end == AttemptEnd::kSucceeded) {
+    if (result_.end == AttemptEnd::kSucceeded || explains_abort) {
       result_.end = AttemptEnd::kInterrupted;
       result_.signal = sig;
+      result_.signal_sender = ProcessName(sender);
     }
     BeginStop(sig);  // forwarded as is
     if (result_.end == AttemptEnd::kInterrupted && on_interrupt_) {
-      on_interrupt_(sig);
+      on_interrupt_(sig, result_.signal_sender);
     }
   }
 }
@@ -296,7 +306,7 @@ void AttemptRun::OnExit(absl::Time now) {
     f.error_message = ReadErrorFileMessage(w.launch.files.error_file);
     new_failures.push_back(std::move(f));
   }
-  if (new_failures.empty()) {
+  if (new_failures.empty() || OwnSignalFollows(new_failures)) {
     return;
   }
   for (WorkerFailure& f : new_failures) {
@@ -310,6 +320,18 @@ void AttemptRun::OnExit(absl::Time now) {
     result_.failures.push_back(std::move(f));
   }
   BeginStop(SIGTERM);
+}
+
+bool AttemptRun::OwnSignalFollows(const std::vector<WorkerFailure>& failures) {
+  for (const WorkerFailure& f : failures) {
+    const int sig = f.exit.signal;
+    if (sig != SIGTERM && sig != SIGINT && sig != SIGHUP && sig != SIGKILL) return false;
+  }
+  pollfd p = {signals_.fd(), POLLIN, 0};
+  const auto grace = absl::FromChrono(defaults::kOwnSignalGrace);
+  if (::poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(grace))) <= 0) return false;
+  OnSignals();
+  return stopping_;
 }
 
 void AttemptRun::OnHangCheck(absl::Time now) {
@@ -401,10 +423,11 @@ void AttemptRun::CompleteFailures() {
 
 }  // namespace
 
-AttemptResult Supervisor::Run(std::vector<WorkerLaunch> workers, OutputRouter& router,
-                              const std::function<void(const WorkerFailure&)>& on_failure,
-                              const std::function<void(int signal)>& on_interrupt, JobProgress* job,
-                              WorkerObserver* observer) {
+AttemptResult Supervisor::Run(
+    std::vector<WorkerLaunch> workers, OutputRouter& router,
+    const std::function<void(const WorkerFailure&)>& on_failure,
+    const std::function<void(int signal, const std::string& sender)>& on_interrupt,
+    JobProgress* job, WorkerObserver* observer) {
   AttemptRun attempt(options_, signals_, abort_, router, on_failure, on_interrupt, job, observer);
   return attempt.Run(std::move(workers));
 }

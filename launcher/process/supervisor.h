@@ -89,6 +89,7 @@ enum class AttemptEnd {
 struct AttemptResult {
   AttemptEnd end = AttemptEnd::kSucceeded;
   int signal = 0;                       // kInterrupted: the signal
+  std::string signal_sender;            // kInterrupted: the sending program (e.g. "slurmstepd")
   std::vector<WorkerFailure> failures;  // local failures, root cause first (kHang: the root
                                         // cause, which may run on another machine)
   std::string abort_reason;             // kAborted
@@ -105,13 +106,17 @@ class Supervisor {
 
   // Runs one attempt of `workers` with their output through `router`. `on_failure` is called
   // once, at the first local failure (or a hang whose root cause runs here), and `on_interrupt`
-  // at the launcher's first signal, both before the teardown, so the agent can tell the
-  // rendezvous while the workers stop. `job` (may be null: one machine) shows the other
-  // machines' ranks to hang detection; `observer` (may be null) follows the workers.
-  AttemptResult Run(std::vector<WorkerLaunch> workers, OutputRouter& router,
-                    const std::function<void(const WorkerFailure&)>& on_failure,
-                    const std::function<void(int signal)>& on_interrupt = nullptr,
-                    JobProgress* job = nullptr, WorkerObserver* observer = nullptr);
+  // at the launcher's first signal (with the sending program's name), both before the teardown,
+  // so the agent can tell the rendezvous while the workers stop. A worker killed by
+  // SIGTERM/SIGINT/SIGHUP/SIGKILL from outside is a failure only when no signal reaches the
+  // launcher within defaults::kOwnSignalGrace: a scheduler (Slurm's scancel, a time limit)
+  // signals the workers and the launcher together. `job` (may be null: one machine) shows the
+  // other machines' ranks to hang detection; `observer` (may be null) follows the workers.
+  AttemptResult Run(
+      std::vector<WorkerLaunch> workers, OutputRouter& router,
+      const std::function<void(const WorkerFailure&)>& on_failure,
+      const std::function<void(int signal, const std::string& sender)>& on_interrupt = nullptr,
+      JobProgress* job = nullptr, WorkerObserver* observer = nullptr);
 
  private:
   SupervisorOptions options_;

@@ -8,17 +8,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/absl_view.h"
 #include "common/unique_fd.h"
+#include "rendezvous/join/checks.h"
 
 namespace accel::rendezvous {
 
 bool TokenMatches(std::string_view expected, std::string_view given) {
-  // Walks the whole expected token whatever `given` holds, so timing reveals only lengths.
-  unsigned char diff = expected.size() == given.size() ? 0 : 1;
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    const unsigned char g = i < given.size() ? static_cast<unsigned char>(given[i]) : 0;
-    diff |= static_cast<unsigned char>(static_cast<unsigned char>(expected[i]) ^ g);
-  }
-  return diff == 0;
+  return SecretsMatch(expected, given);
 }
 
 absl::Status CheckToken(const grpc::CallbackServerContext& context, std::string_view expected,

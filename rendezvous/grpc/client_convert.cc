@@ -35,6 +35,11 @@ JoinResult FromProto(const v1::JoinResponse& p) {
                                       m.local_processes()});
   }
   r.warnings.assign(p.warnings().begin(), p.warnings().end());
+  const v1::Machine& self = p.self();
+  r.self = MachineEntry{self.machine_rank(), self.hostname(), self.address(), self.base_rank(),
+                        self.local_processes()};
+  r.run_id = p.run_id();
+  r.machine_secret = p.machine_secret();
   return r;
 }
 

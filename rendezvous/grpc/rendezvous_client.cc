@@ -47,7 +47,13 @@ class GrpcRendezvousClient final : public RendezvousClient {
       PrepareContext(context, options_.token, deadline);
       v1::JoinResponse response;
       const grpc::Status status = stub_->Join(&context, proto, &response);
-      if (status.ok()) return FromProto(response);
+      if (status.ok()) {
+        JoinResult result = FromProto(response);
+        absl::MutexLock lock(&mu_);
+        identity_ = Identity{result.run_id.empty() ? options_.run_id : result.run_id,
+                             result.machine_secret};
+        return result;
+      }
       // wait_for_ready rides out a server that is not up yet; UNAVAILABLE here means it went
       // away mid-call (or refused us while shutting down): try again until the deadline.
       if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
@@ -125,10 +131,12 @@ class GrpcRendezvousClient final : public RendezvousClient {
   }
 
   void RunWatch(std::int64_t attempt, const EventCallback& on_event) {
+    const Identity identity = CurrentIdentity();
     v1::WatchRequest request;
-    request.set_run_id(options_.run_id);
+    request.set_run_id(identity.run_id);
     request.set_machine_rank(options_.machine_rank);
     request.set_attempt(attempt);
+    request.set_machine_secret(identity.secret);
     std::unique_ptr<grpc::ClientReader<v1::Event>> reader =
         stub_->Watch(watch_context_.get(), request);
     v1::Event event;
@@ -159,10 +167,12 @@ class GrpcRendezvousClient final : public RendezvousClient {
   }
 
   void RunHeartbeats(std::int64_t attempt) {
+    const Identity identity = CurrentIdentity();
     v1::HeartbeatRequest request;
-    request.set_run_id(options_.run_id);
+    request.set_run_id(identity.run_id);
     request.set_machine_rank(options_.machine_rank);
     request.set_attempt(attempt);
+    request.set_machine_secret(identity.secret);
     // The server is lost when no heartbeat has been answered for this long.
     const absl::Duration lost_after = options_.heartbeat_interval * defaults::kMissedHeartbeatsLost;
     absl::Time last_answer = absl::Now();
@@ -197,17 +207,29 @@ class GrpcRendezvousClient final : public RendezvousClient {
 
   absl::Status SendReport(v1::ReportRequest::Kind kind, std::int64_t attempt,
                           const RootCause& cause, std::string_view operation) {
+    const Identity identity = CurrentIdentity();
     v1::ReportRequest request;
-    request.set_run_id(options_.run_id);
+    request.set_run_id(identity.run_id);
     request.set_machine_rank(options_.machine_rank);
     request.set_attempt(attempt);
     request.set_kind(kind);
+    request.set_machine_secret(identity.secret);
     *request.mutable_cause() = ToProto(cause);
     grpc::ClientContext context;
     PrepareContext(context, options_.token, absl::Now() + options_.rpc_deadline);
     v1::Ack ack;
     return FromGrpc(stub_->Report(&context, request, &ack),
                     absl::StrCat(Av(operation), " to rendezvous at ", options_.endpoint));
+  }
+
+  // Who this machine is to the server since its last Join: the run and its secret.
+  struct Identity {
+    std::string run_id;
+    std::string secret;
+  };
+  Identity CurrentIdentity() {
+    absl::MutexLock lock(&mu_);
+    return identity_;
   }
 
   const ClientOptions options_;
@@ -219,6 +241,7 @@ class GrpcRendezvousClient final : public RendezvousClient {
   bool watching_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::string lost_reason_ ABSL_GUARDED_BY(mu_);  // why the heartbeats gave up on the server
+  Identity identity_ ABSL_GUARDED_BY(mu_){options_.run_id, ""};
   // Set in Watch before the threads start; read by them.
   std::unique_ptr<grpc::ClientContext> watch_context_;
   std::thread watch_thread_;

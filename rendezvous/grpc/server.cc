@@ -16,6 +16,7 @@
 #include "rendezvous/grpc/rendezvous_service.h"
 #include "rendezvous/grpc/store_service.h"
 #include "rendezvous/join/coordinator.h"
+#include "rendezvous/join/result.h"
 #include "rendezvous/store/kv_table.h"
 
 namespace accel::rendezvous {
@@ -109,9 +110,11 @@ class GrpcRendezvousServer final : public RendezvousServer {
     const bool loopback = host_ == "localhost" || host_ == "::1" || host_.rfind("127.", 0) == 0;
     if (options_.token.empty() && !loopback) {
       spdlog::warn(
-          "rendezvous server on {} has no token: anyone who reaches it can join and use the store "
-          "(set rdzv_token_file or ACCEL_RDZV_TOKEN)",
-          endpoint());
+          "rendezvous server on {} has no token: anyone who reaches it can join, use the store "
+          "and abort the job (set rdzv_token_file or ACCEL_RDZV_TOKEN)",
+          IsWildcard(host_) ? absl::StrCat(HostPort(host_.empty() ? "0.0.0.0" : host_, port_),
+                                           " (every interface)")
+                            : endpoint());
     }
     spdlog::debug("rendezvous server for run_id={} listening on {}", options_.run_id, endpoint());
     return absl::OkStatus();
@@ -133,6 +136,9 @@ class GrpcRendezvousServer final : public RendezvousServer {
       wake_cv_.Signal();
     }
     if (server_ != nullptr) {
+      // A machine whose watch arrives just after the attempt ended (the others may already be
+      // exiting) is told how it ended, not cut off as if the server had died.
+      coordinator_->AwaitTerminalSent(absl::Now() + grace);
       coordinator_->Shutdown();
       table_->FailAll(absl::UnavailableError("store wait: the rendezvous server is shutting down"));
       server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));

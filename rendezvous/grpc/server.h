@@ -23,7 +23,7 @@ namespace accel::rendezvous {
 struct KvLimits {
   std::int64_t max_key_bytes = defaults::kMaxKeyBytes;
   std::int64_t max_value_bytes = defaults::kMaxValueBytes;
-  std::int64_t max_total_bytes = defaults::kMaxStoreBytes;  // keys + values
+  std::int64_t max_total_bytes = defaults::kMaxStoreBytes;  // entries + overhead, waiters
   int max_keys_per_wait = defaults::kMaxKeysPerWait;
 };
 
@@ -59,8 +59,9 @@ class RendezvousServer {
   // Returns "host:port" to connect to: the bind host, or 127.0.0.1 for a wildcard bind.
   virtual std::string endpoint() const = 0;
 
-  // Fails pending calls with UNAVAILABLE, stops serving, and waits for in-flight calls (bounded by
-  // `grace`, after which they are cancelled). Idempotent.
+  // Waits (up to `grace`) until every machine of an attempt that has ended was sent its terminal
+  // event, then fails pending calls with UNAVAILABLE, stops serving, and waits for in-flight
+  // calls (bounded by `grace` again, after which they are cancelled). Idempotent.
   virtual void Shutdown(
       absl::Duration grace = absl::FromChrono(defaults::kServerShutdownGrace)) = 0;
 };

@@ -105,6 +105,7 @@ class GrpcStore final : public Store {
     absl::Duration budget = std::max(wait, absl::ZeroDuration()) + options_.rpc_deadline;
     if (!connected_.load()) budget = std::max(budget, options_.connect_timeout);
     PrepareContext(context, token_, absl::Now() + budget);
+    context.set_wait_for_ready(options_.wait_for_ready);
   }
 
   absl::Status Check(const grpc::Status& status) {

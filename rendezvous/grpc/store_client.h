@@ -27,6 +27,9 @@ struct StoreClientOptions {
   absl::Duration rpc_deadline = absl::FromChrono(defaults::kRpcDeadline);
   // How long the first call waits for the server.
   absl::Duration connect_timeout = absl::FromChrono(defaults::kStoreConnectTimeout);
+  // false: a call fails at once (UNAVAILABLE) while the server cannot be reached, instead of
+  // waiting for it up to its deadline (for a client that must not be held up by a dead server).
+  bool wait_for_ready = true;
 };
 
 // Returns a Store backed by the server at `endpoint` ("host:port"), sending `token` with every

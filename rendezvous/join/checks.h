@@ -25,6 +25,10 @@ struct JoinedMachine {
   std::string address;  // first advertised address, else the address it connected from
 };
 
+// Returns whether `given` equals `expected`, in time that depends only on their lengths (tokens
+// and machine secrets).
+bool SecretsMatch(std::string_view expected, std::string_view given);
+
 // Returns "machine_rank R (host H, address A)".
 std::string DescribeMachine(const JoinedMachine& machine);
 
@@ -36,8 +40,9 @@ std::string PeerHost(std::string_view peer);
 // field sizes. INVALID_ARGUMENT.
 absl::Status CheckRequestShape(const v1::JoinRequest& request, const ServerOptions& options);
 
-// Checks `machine` against the server's run: run id, num_machines, num_processes. `reference`
-// names the other side: machine 0 when it has joined, else the server.
+// Checks `machine` against the server's run: run id (an empty one joins whatever run the
+// server serves), num_machines, num_processes. `reference` names the other side: machine 0 when
+// it has joined, else the server.
 absl::Status CheckAgainstServer(const JoinedMachine& machine, const ServerOptions& options,
                                 std::string_view reference);
 

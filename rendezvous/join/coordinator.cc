@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/absl_view.h"
+#include "common/random.h"
 #include "rendezvous/join/result.h"
 #include "rendezvous/join/types.h"
 
@@ -15,13 +16,6 @@ namespace {
 absl::Status Unavailable() { return absl::UnavailableError("rendezvous server: shutting down"); }
 
 constexpr std::size_t kMaxRefusals = 4;  // refusals kept per attempt (anyone can send them)
-
-// Returns "(host H, address A)" of `machine`.
-std::string Where(const JoinedMachine& machine) {
-  return absl::StrCat("(host ",
-                      machine.request.hostname().empty() ? "?" : machine.request.hostname(),
-                      ", address ", machine.address.empty() ? "?" : machine.address, ")");
-}
 
 // Returns `text` cut to 64 bytes with anything unprintable as '?' (it comes from a stranger).
 std::string Printable(std::string_view text) {
@@ -47,6 +41,7 @@ void JoinCoordinator::Deliver(Outbox& out) {
     absl::StatusOr<std::vector<v1::JoinResponse>> responses = BuildJoinResponses(machines, c.info);
     for (std::size_t i = 0; i < c.dones.size(); ++i) {
       if (responses.ok()) {
+        (*responses)[i].set_machine_secret(c.secrets[i]);
         c.dones[i](std::move((*responses)[i]));
       } else {
         c.dones[i](responses.status());  // not reached: CompleteLocked checked the world size
@@ -174,13 +169,28 @@ void JoinCoordinator::CompleteLocked(absl::Time now, Outbox& out) {
     FailPendingLocked(status, out);
     return;
   }
+  std::vector<std::string> secrets;
+  for (std::size_t i = 0; i < pending_.size(); ++i) {
+    absl::StatusOr<std::string> secret = RandomHex(16);
+    if (!secret.ok()) {
+      FailPendingLocked(absl::UnavailableError(
+                            absl::StrCat("join rendezvous run_id=", options_.run_id,
+                                         ": make machine secrets: ", secret.status().message())),
+                        out);
+      return;
+    }
+    secrets.push_back(*std::move(secret));
+  }
   Completion& completion = out.completion.emplace();
   completion.info = std::move(info);
+  completion.secrets = secrets;
   members_.clear();
+  std::size_t i = 0;
   for (auto& [rank, pending] : pending_) {
     completion.machines.push_back(pending.machine);
     completion.dones.push_back(std::move(pending.done));
-    members_[rank] = Member{std::move(pending.machine), now, false, 0, nullptr};
+    members_[rank] =
+        Member{std::move(pending.machine), now, false, 0, nullptr, false, secrets[i++]};
   }
   pending_.clear();
   warnings_.clear();
@@ -229,162 +239,33 @@ void JoinCoordinator::CancelJoin(Id id) {
   Deliver(out);
 }
 
-v1::Event JoinCoordinator::TerminalEventLocked() const {
-  v1::Event event;
-  event.set_attempt(attempt_);
-  if (phase_ == Phase::kAborted) {
-    event.set_kind(v1::Event::ABORT);
-    *event.mutable_root_cause() = root_cause_;
-  } else {
-    event.set_kind(v1::Event::DONE);
-  }
-  return event;
-}
-
 absl::Status JoinCoordinator::CheckMemberLocked(std::string_view operation,
                                                 const std::string& run_id, int machine_rank,
-                                                std::int64_t attempt) const {
+                                                std::int64_t attempt,
+                                                const std::string& secret) const {
   if (shut_down_) return Unavailable();
   if (run_id != options_.run_id) {
     return absl::FailedPreconditionError(absl::StrCat(
         Av(operation), " run_id=", run_id, ": this server serves run_id=", options_.run_id));
   }
-  if (attempt == attempt_ && phase_ != Phase::kJoining && members_.count(machine_rank) == 0) {
-    return absl::FailedPreconditionError(absl::StrCat(Av(operation), " machine_rank ", machine_rank,
-                                                      ": not a member of attempt ", attempt));
+  if (attempt == attempt_ && phase_ != Phase::kJoining) {
+    auto member = members_.find(machine_rank);
+    if (member == members_.end()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          Av(operation), " machine_rank ", machine_rank, ": not a member of attempt ", attempt));
+    }
+    if (!SecretsMatch(member->second.secret, secret)) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          Av(operation), " machine_rank ", machine_rank,
+          ": the call does not carry that machine's secret (only its own agent, which joined "
+          "attempt ",
+          attempt, ", may speak for it)"));
+    }
   }
   if (attempt > attempt_ || (attempt == attempt_ && phase_ == Phase::kJoining)) {
     return absl::FailedPreconditionError(
         absl::StrCat(Av(operation), " machine_rank ", machine_rank, ": attempt ", attempt,
                      " has not started (current attempt ", attempt_, ")"));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<JoinCoordinator::Id> JoinCoordinator::Watch(const v1::WatchRequest& request,
-                                                           std::shared_ptr<EventSink> sink) {
-  Outbox out;
-  Id id = 0;
-  {
-    absl::MutexLock lock(&mu_);
-    absl::Status status = CheckMemberLocked("watch rendezvous", request.run_id(),
-                                            request.machine_rank(), request.attempt());
-    if (!status.ok()) return status;
-    if (request.attempt() < attempt_) {
-      v1::Event event;
-      event.set_kind(v1::Event::RESTART);
-      event.set_attempt(attempt_);
-      *event.mutable_root_cause() = restart_cause_;
-      out.events.emplace_back(std::move(sink), std::move(event));
-    } else if (phase_ != Phase::kRunning) {
-      out.events.emplace_back(std::move(sink), TerminalEventLocked());
-    } else {
-      Member& member = members_.at(request.machine_rank());
-      if (member.sink)
-        out.closes.emplace_back(std::move(member.sink),
-                                absl::AbortedError("watch rendezvous: replaced by a new watch"));
-      id = next_id_++;
-      member.watch_id = id;
-      member.sink = std::move(sink);
-    }
-  }
-  Deliver(out);
-  return id;
-}
-
-void JoinCoordinator::EndLocked(Phase phase, const v1::Event& event, Outbox& out) {
-  phase_ = phase;
-  for (auto& [rank, member] : members_) {
-    if (member.sink) out.events.emplace_back(std::move(member.sink), event);
-    member.watch_id = 0;
-  }
-}
-
-void JoinCoordinator::AbortLocked(const v1::RootCause& cause, Outbox& out) {
-  root_cause_ = cause;
-  phase_ = Phase::kAborted;
-  EndLocked(Phase::kAborted, TerminalEventLocked(), out);
-}
-
-void JoinCoordinator::WatchBroken(Id id, absl::Time /*now*/) {
-  Outbox out;
-  {
-    absl::MutexLock lock(&mu_);
-    if (phase_ != Phase::kRunning || id == 0) return;
-    for (auto& [rank, member] : members_) {
-      if (member.watch_id != id) continue;
-      member.watch_id = 0;
-      member.sink = nullptr;
-      if (member.done) break;
-      v1::RootCause cause;
-      cause.set_machine_rank(rank);
-      cause.set_hostname(member.machine.request.hostname());
-      cause.set_rank(-1);
-      cause.set_message(absl::StrCat("machine ", rank,
-                                     " lost: its connection to the rendezvous server closed ",
-                                     Where(member.machine)));
-      AbortLocked(cause, out);
-      break;
-    }
-  }
-  Deliver(out);
-}
-
-absl::Status JoinCoordinator::Heartbeat(const v1::HeartbeatRequest& request, absl::Time now) {
-  absl::MutexLock lock(&mu_);
-  absl::Status status =
-      CheckMemberLocked("heartbeat", request.run_id(), request.machine_rank(), request.attempt());
-  if (!status.ok()) return status;
-  if (request.attempt() == attempt_ && phase_ == Phase::kRunning) {
-    members_.at(request.machine_rank()).last_heartbeat = now;
-  }
-  return absl::OkStatus();
-}
-
-absl::Status JoinCoordinator::Report(const v1::ReportRequest& request, absl::Time /*now*/) {
-  Outbox out;
-  {
-    absl::MutexLock lock(&mu_);
-    absl::Status status = CheckMemberLocked("report to rendezvous", request.run_id(),
-                                            request.machine_rank(), request.attempt());
-    if (!status.ok()) return status;
-    if (request.attempt() < attempt_) return absl::OkStatus();  // already restarted
-    switch (request.kind()) {
-      case v1::ReportRequest::FAILURE:
-        if (phase_ == Phase::kRunning) AbortLocked(request.cause(), out);
-        break;
-      case v1::ReportRequest::DONE: {
-        if (phase_ != Phase::kRunning) break;
-        members_.at(request.machine_rank()).done = true;
-        const bool all_done = std::all_of(members_.begin(), members_.end(),
-                                          [](const auto& m) { return m.second.done; });
-        if (all_done) {
-          phase_ = Phase::kDone;
-          EndLocked(Phase::kDone, TerminalEventLocked(), out);
-        }
-        break;
-      }
-      case v1::ReportRequest::RESTART: {
-        if (phase_ == Phase::kDone) break;
-        v1::Event event;
-        event.set_kind(v1::Event::RESTART);
-        event.set_attempt(attempt_ + 1);
-        *event.mutable_root_cause() = request.cause();
-        restart_cause_ = request.cause();
-        EndLocked(Phase::kJoining, event, out);
-        out.over.push_back(StoreNamespace(options_.run_id, attempt_));
-        ++attempt_;
-        members_.clear();
-        break;
-      }
-      default:
-        return absl::InvalidArgumentError(
-            absl::StrCat("report to rendezvous: unknown kind ", request.kind()));
-    }
-  }
-  Deliver(out);
-  if (hooks_.attempt_over) {
-    for (const std::string& ns : out.over) hooks_.attempt_over(ns);
   }
   return absl::OkStatus();
 }
@@ -409,15 +290,10 @@ absl::Time JoinCoordinator::Tick(absl::Time now) {
           next = std::min(next, member.last_heartbeat + lost_after_);
           continue;
         }
-        v1::RootCause cause;
-        cause.set_machine_rank(rank);
-        cause.set_hostname(member.machine.request.hostname());
-        cause.set_rank(-1);
-        cause.set_message(absl::StrCat(
-            "machine ", rank, " lost: no heartbeat for ",
-            absl::StrFormat("%.1f s", absl::ToDoubleSeconds(now - member.last_heartbeat)), " ",
-            Where(member.machine)));
-        AbortLocked(cause, out);
+        LostLocked(rank,
+                   absl::StrFormat("no heartbeat for %.1f s",
+                                   absl::ToDoubleSeconds(now - member.last_heartbeat)),
+                   out);
         break;
       }
     }

@@ -75,7 +75,9 @@ class JoinCoordinator {
   bool NoteRefusedJoin(const v1::JoinRequest& request, std::string_view peer, std::string_view why);
 
   // Registers `sink` for the attempt's terminal event (sent at once when the attempt is already
-  // over). FAILED_PRECONDITION when the machine is not a member of that attempt.
+  // over). FAILED_PRECONDITION when the machine is not a member of that attempt. Watch,
+  // Heartbeat and Report of the current attempt must carry the machine's secret (from its
+  // JoinResponse): PERMISSION_DENIED otherwise, so no client can speak for another machine.
   absl::StatusOr<Id> Watch(const v1::WatchRequest& request, std::shared_ptr<EventSink> sink);
   // Reports that watch `id` ended without its terminal event: the machine is lost.
   void WatchBroken(Id id, absl::Time now);
@@ -85,6 +87,14 @@ class JoinCoordinator {
 
   // Fires the join timeout and heartbeat losses due at `now`; returns when next to call.
   absl::Time Tick(absl::Time now);
+
+  // Waits until every machine of an ended attempt (done or aborted) has been sent its terminal
+  // event — it had a watch open, or opens one now — or until `deadline`; a machine lost as the
+  // abort's root cause, or one that left after reporting done, is owed nothing. Returns at once
+  // while the attempt is joining or running. Returns whether nobody is owed an event. The server
+  // calls it before Shutdown, so a machine whose watch arrives just after the end learns how the
+  // attempt ended instead of seeing the server go away.
+  bool AwaitTerminalSent(absl::Time deadline);
 
   // Fails waiting joins and closes watches with UNAVAILABLE; later calls fail the same way.
   void Shutdown();
@@ -102,13 +112,16 @@ class JoinCoordinator {
     bool done = false;
     Id watch_id = 0;
     std::shared_ptr<EventSink> sink;
+    bool told = false;   // sent the attempt's terminal event, or left after reporting done
+    std::string secret;  // its JoinResponse.machine_secret; Watch, Heartbeat and Report carry it
   };
   // A completed attempt whose responses are built after the lock is released (with the machine
   // list they are O(machines^2) bytes).
   struct Completion {
     std::vector<JoinedMachine> machines;  // by machine_rank
     AttemptInfo info;
-    std::vector<JoinDone> dones;  // parallel to machines
+    std::vector<JoinDone> dones;       // parallel to machines
+    std::vector<std::string> secrets;  // parallel to machines
   };
   struct Outbox {
     std::optional<Completion> completion;
@@ -127,10 +140,14 @@ class JoinCoordinator {
   void EndLocked(Phase phase, const v1::Event& event, Outbox& out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AbortLocked(const v1::RootCause& cause, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Aborts the attempt: machine `rank` is lost, `why` ("no heartbeat for 3.0 s").
+  void LostLocked(int rank, std::string_view why, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckMemberLocked(std::string_view operation, const std::string& run_id,
-                                 int machine_rank, std::int64_t attempt) const
+                                 int machine_rank, std::int64_t attempt,
+                                 const std::string& secret) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::Event TerminalEventLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool NobodyOwedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static void Deliver(Outbox& out);
 
   const ServerOptions options_;

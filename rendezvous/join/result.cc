@@ -46,22 +46,30 @@ absl::StatusOr<std::vector<v1::JoinResponse>> BuildJoinResponses(
   common.set_master_port(info.master_port);
   common.set_store_endpoint(HostPort(host, info.store_port));
   common.set_store_namespace(StoreNamespace(info.run_id, info.attempt));
+  common.set_run_id(info.run_id);
   for (const std::string& warning : info.warnings) common.add_warnings(warning);
+  auto entry = [&](std::size_t i) {
+    v1::Machine m;
+    m.set_machine_rank(machines[i]->request.machine_rank());
+    m.set_hostname(machines[i]->request.hostname());
+    m.set_address(machines[i]->address);
+    m.set_base_rank(base[i]);
+    m.set_local_processes(machines[i]->request.local_processes());
+    return m;
+  };
+  // The list is O(machines) per response: built only when someone asked for it.
   google::protobuf::RepeatedPtrField<v1::Machine> list;
   for (std::size_t i = 0; i < machines.size(); ++i) {
-    v1::Machine* m = list.Add();
-    m->set_machine_rank(machines[i]->request.machine_rank());
-    m->set_hostname(machines[i]->request.hostname());
-    m->set_address(machines[i]->address);
-    m->set_base_rank(base[i]);
-    m->set_local_processes(machines[i]->request.local_processes());
+    if (!machines[i]->request.want_machines()) continue;
+    for (std::size_t k = 0; k < machines.size(); ++k) *list.Add() = entry(k);
+    break;
   }
   std::vector<v1::JoinResponse> responses;
   responses.reserve(machines.size());
   for (std::size_t i = 0; i < machines.size(); ++i) {
     responses.push_back(common);
     responses.back().set_base_rank(base[i]);
-    // The list is O(machines) per response: only for those who asked.
+    *responses.back().mutable_self() = entry(i);
     if (machines[i]->request.want_machines()) *responses.back().mutable_machines() = list;
   }
   return responses;

@@ -28,7 +28,8 @@ absl::Status CheckWorldSize(const std::vector<const JoinedMachine*>& machines,
                             const AttemptInfo& info);
 
 // Returns one response per machine, in the order of `machines` (which is by machine_rank, all
-// ranks present): base ranks are prefix sums of local_processes. Fails as CheckWorldSize does.
+// ranks present): base ranks are prefix sums of local_processes, `self` is the machine's own
+// entry, the machine list only for requests that set want_machines. Fails as CheckWorldSize does.
 // O(machines) per response that wants the machine list, O(1) otherwise.
 absl::StatusOr<std::vector<v1::JoinResponse>> BuildJoinResponses(
     const std::vector<const JoinedMachine*>& machines, const AttemptInfo& info);

@@ -14,7 +14,7 @@ namespace accel::rendezvous {
 
 // What one machine tells the server when it joins.
 struct JoinRequest {
-  std::string run_id;
+  std::string run_id;  // "" = the run the server serves (JoinResult.run_id says which)
   int machine_rank = 0;
   int num_machines = 1;
   int num_processes = 1;    // total across all machines, as configured (checked at join)
@@ -27,7 +27,9 @@ struct JoinRequest {
   std::string accel_version;                    // accel-launch version
   std::map<std::string, std::string> versions;  // e.g. libtorch, cuda, nccl → version string
   std::string device_summary;                   // e.g. "2x Tesla T4" or "cpu"
-  bool want_machines = true;  // JoinResult.machines filled (O(num_machines) bytes per machine)
+  // JoinResult.machines filled: O(num_machines) bytes per machine, so off by default;
+  // JoinResult.self always says what this machine needs.
+  bool want_machines = false;
 };
 
 // One machine of a completed attempt.
@@ -48,8 +50,13 @@ struct JoinResult {
   int master_port = 0;                 // a free port on machine 0, for torch-style workers
   std::string store_endpoint;          // host:port of the KV store (ConnectStore)
   std::string store_namespace;         // StoreNamespace(run_id, attempt)
-  std::vector<MachineEntry> machines;  // ordered by machine_rank
+  std::vector<MachineEntry> machines;  // ordered by machine_rank; only with want_machines
   std::vector<std::string> warnings;   // e.g. version mismatch when not strict
+  MachineEntry self;                   // this machine's own entry
+  std::string run_id;                  // the run the server serves
+  // This machine's secret for this attempt: the client sends it with Watch, Heartbeat and
+  // reports, so that no other client can speak for this machine.
+  std::string machine_secret;
 };
 
 // Why a job stopped: the first failure is the root cause.

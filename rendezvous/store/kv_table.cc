@@ -7,12 +7,26 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/absl_view.h"
+#include "common/defaults.h"
 
 namespace accel::rendezvous {
 namespace {
 
-std::int64_t EntryBytes(std::string_view key, std::string_view value) {
-  return static_cast<std::int64_t>(key.size() + value.size());
+// What one entry costs: its bytes plus the table's per-entry overhead (common/defaults.h).
+std::int64_t EntryBytes(std::string_view ns, std::string_view key, std::string_view value) {
+  return static_cast<std::int64_t>(ns.size() + key.size() + value.size()) +
+         defaults::kStoreEntryOverheadBytes;
+}
+
+// What one waiter costs: its namespace and keys, each key kept twice (the waiter and the by-key
+// index, each with a copy of the namespace), plus the same overhead per key and per waiter.
+std::int64_t WaiterBytes(std::string_view ns, const std::vector<std::string>& keys) {
+  std::int64_t bytes = static_cast<std::int64_t>(ns.size()) + defaults::kStoreEntryOverheadBytes;
+  for (const std::string& key : keys) {
+    bytes +=
+        static_cast<std::int64_t>(2 * key.size() + ns.size()) + defaults::kStoreEntryOverheadBytes;
+  }
+  return bytes;
 }
 
 }  // namespace
@@ -47,8 +61,8 @@ absl::Status KvTable::SetLocked(std::string_view ns, std::string_view key, std::
   }
   FullKey full{std::string(ns), std::string(key)};
   auto it = data_.find(full);
-  const std::int64_t old_bytes = it == data_.end() ? 0 : EntryBytes(key, it->second);
-  const std::int64_t new_total = total_bytes_ - old_bytes + EntryBytes(key, value);
+  const std::int64_t old_bytes = it == data_.end() ? 0 : EntryBytes(ns, key, it->second);
+  const std::int64_t new_total = total_bytes_ - old_bytes + EntryBytes(ns, key, value);
   if (new_total > limits_.max_total_bytes) {
     return absl::ResourceExhaustedError(
         absl::StrCat("set store key \"", Av(key), "\": the store would hold ", new_total,
@@ -126,7 +140,7 @@ absl::StatusOr<std::int64_t> KvTable::Add(std::string_view ns, std::string_view 
 void KvTable::EraseLocked(const FullKey& key, Ready& /*ready*/) {
   auto it = data_.find(key);
   if (it == data_.end()) return;
-  total_bytes_ -= EntryBytes(key.key, it->second);
+  total_bytes_ -= EntryBytes(key.ns, key.key, it->second);
   data_.erase(it);
   auto waiting = by_key_.find(key);
   if (waiting == by_key_.end()) return;
@@ -194,7 +208,13 @@ KvTable::WaiterId KvTable::AddWaiter(std::string_view ns, std::vector<std::strin
     for (const std::string& key : keys) {
       if (!data_.contains(FullKey{std::string(ns), key})) ++missing;
     }
-    if (missing > 0) {
+    const std::int64_t bytes = WaiterBytes(ns, keys);
+    if (missing > 0 && total_bytes_ + bytes > limits_.max_total_bytes) {
+      invalid = absl::ResourceExhaustedError(absl::StrCat(
+          "wait for ", keys.size(), " store keys: the store would hold ", total_bytes_ + bytes,
+          " bytes, over its limit of ", limits_.max_total_bytes, " bytes"));
+    } else if (missing > 0) {
+      total_bytes_ += bytes;
       id = next_id_++;
       for (const std::string& key : keys) by_key_[FullKey{std::string(ns), key}].push_back(id);
       by_deadline_.emplace(deadline, id);
@@ -203,7 +223,7 @@ KvTable::WaiterId KvTable::AddWaiter(std::string_view ns, std::vector<std::strin
       return id;
     }
   }
-  done(absl::OkStatus());
+  done(invalid);  // OK when every key was already set
   return 0;
 }
 
@@ -218,6 +238,7 @@ void KvTable::RemoveWaiterLocked(WaiterId id) {
     if (ids.empty()) by_key_.erase(list);
   }
   by_deadline_.erase({w->second.deadline, id});
+  total_bytes_ -= WaiterBytes(w->second.ns, w->second.keys);
   waiters_.erase(w);
 }
 
@@ -265,7 +286,10 @@ void KvTable::FailAll(const absl::Status& status) {
   Ready ready;
   {
     absl::MutexLock lock(&mu_);
-    for (auto& [id, waiter] : waiters_) ready.emplace_back(std::move(waiter.done), status);
+    for (auto& [id, waiter] : waiters_) {
+      ready.emplace_back(std::move(waiter.done), status);
+      total_bytes_ -= WaiterBytes(waiter.ns, waiter.keys);
+    }
     waiters_.clear();
     by_key_.clear();
     by_deadline_.clear();

@@ -6,7 +6,10 @@
 // CancelWaiter / FailAll. No thread is held per waiter, so the server can hold thousands.
 //
 // Limits: an empty key, a key or namespace over max_key_bytes or a value over max_value_bytes is
-// INVALID_ARGUMENT; a Set that would push keys + values over max_total_bytes is RESOURCE_EXHAUSTED.
+// INVALID_ARGUMENT. max_total_bytes caps everything the table keeps: each entry counts its
+// namespace, key and value plus defaults::kStoreEntryOverheadBytes (so a million tiny entries
+// cost what they really cost), and each pending waiter counts its keys the same way. A Set or
+// a wait that would go over it is RESOURCE_EXHAUSTED.
 //
 // Thread-safety: all methods are thread-safe. Callbacks run on the calling thread after the
 // table's lock is released, exactly once each; they must not block.
@@ -51,7 +54,8 @@ class KvTable {
 
   // Registers a wait for all `keys` of `ns` until `deadline`. When they are all set already,
   // runs `done(OK)` before returning and returns 0. Invalid keys or too many keys: runs
-  // `done(INVALID_ARGUMENT)` and returns 0. Otherwise returns the waiter's id (never 0).
+  // `done(INVALID_ARGUMENT)` and returns 0; a waiter the byte cap has no room for: runs
+  // `done(RESOURCE_EXHAUSTED)` and returns 0. Otherwise returns the waiter's id (never 0).
   WaiterId AddWaiter(std::string_view ns, std::vector<std::string> keys, absl::Time deadline,
                      WaitCallback done);
   // Runs the waiter's callback with `status` if it is still pending; returns whether it was.
@@ -64,6 +68,7 @@ class KvTable {
   // Deletes every key of `ns` (an attempt that is over).
   void DropNamespace(std::string_view ns);
 
+  // Returns the bytes counted against max_total_bytes (entries and pending waiters).
   std::int64_t total_bytes() const;
   std::size_t pending_waiters() const;
 

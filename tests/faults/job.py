@@ -1,5 +1,6 @@
 """One trial's two-machine job: launch accel-launch on both machines, wait until training runs,
 and read back how it ended (exit codes, logs, the root-cause lines)."""
+import glob
 import os
 import random
 import re
@@ -55,17 +56,24 @@ class Job:
             argv += ["--run_id", self.run_id]
         return argv + options + program
 
-    def start(self, options: list = (), program: list = None, per_machine: list = ((), ())) -> None:
-        """Starts both machines; `per_machine` adds options to one machine only."""
+    def start(self, options: list = (), program: list = None, per_machine: list = ((), ()),
+              env: list = ({}, {})) -> None:
+        """Starts both machines; `per_machine` adds options, `env` variables to one machine."""
         program = program or [self.tools.train] + TRAIN_ARGS + ["--steps", str(FOREVER)]
         for m in (0, 1):
             argv = self.launcher_argv(m, list(options) + list(per_machine[m]), program)
-            self.procs[m] = self.cluster.launch(m, argv, self.logs[m], self.env)
+            self.procs[m] = self.cluster.launch(m, argv, self.logs[m], dict(self.env, **env[m]))
 
     def progress_step(self, machine: int, rank: int, attempt: int = 0) -> int:
         """Returns the step in rank `rank`'s progress file (-1 while there is none)."""
-        path = os.path.join(self.work, f"accel-{self.run_id}-m{machine}", f"attempt_{attempt}",
-                            f"rank_{rank}", "progress")
+        # The run directory is accel-<run id>-m<machine> under TMPDIR (= work); with the default
+        # run id, whatever it looks like, there is exactly one per machine.
+        found = glob.glob(os.path.join(glob.escape(self.work), f"accel-*-m{machine}"))
+        if self.run_id:
+            found = [os.path.join(self.work, f"accel-{self.run_id}-m{machine}")]
+        if len(found) != 1:
+            return -1
+        path = os.path.join(found[0], f"attempt_{attempt}", f"rank_{rank}", "progress")
         try:
             with open(path, "rb") as f:
                 data = f.read(8)

@@ -12,7 +12,7 @@ import time
 
 from job import FOREVER, TRAIN_ARGS, Job
 
-FINITE_STEPS = 400  # the restart, third-party and checkpoint jobs train this many steps
+FINITE_STEPS = 250  # the restart, third-party and checkpoint jobs train this many steps
 ROOT_RANK3 = r"root cause\s+1\s+\S+\s+3\s"  # a table row: machine 1, rank 3
 
 
@@ -42,8 +42,8 @@ class Context:
         self.next_port += 1
         work = os.path.join(self.work, f"{name}-{self.count}")
         self.last_work = work
-        return Job(self.cluster, self.tools, work, run_id or f"flt-{name}-{self.count}",
-                   self.next_port)
+        return Job(self.cluster, self.tools, work,
+                   f"flt-{name}-{self.count}" if run_id is None else run_id, self.next_port)
 
     def clean_checksum(self) -> str:
         """The checksum of an undisturbed FINITE_STEPS run (computed once)."""
@@ -158,6 +158,7 @@ def hang(timeout: int):
 
 
 def restart(ctx):
+    clean = ctx.clean_checksum()  # first: the run's logs are the trial's
     job = ctx.job("restart")
     job.start(["--rdzv_token_file", job.token_file("token", "s3cret"), "--max_restarts", "2"],
               finite_program(ctx))
@@ -169,12 +170,11 @@ def restart(ctx):
     os.kill(workers[3], signal.SIGKILL)
     ended = job.finish(120)
     seconds = time.monotonic() - start
-    cause = r"restarting: attempt 2 of 3 \(cause: rank 3 on machine 1 \(host \S+\): signal 9"
+    cause = r"restarting: attempt 1 of 3 \(cause: rank 3 on machine 1 \(host \S+\): signal 9"
     root_ok = has(job.log(0), cause) and has(job.log(1), cause)
-    same = job.checksum() != "" and job.checksum() == ctx.clean_checksum()
+    same = job.checksum() != "" and job.checksum() == clean
     note = "" if root_ok and same else (
-        f"checksum {job.checksum()} vs clean {ctx.clean_checksum()}; m0 tail "
-        f"{job.log(0)[-400:]!r}")
+        f"checksum {job.checksum()} vs clean {clean}; m0 tail {job.log(0)[-400:]!r}")
     return Outcome(seconds, ended, root_ok, same and job.codes == [0, 0], note)
 
 
@@ -184,12 +184,17 @@ def python_uneven(ctx):
             capture_output=True).returncode != 0:
         return None  # skipped: no python3-torch
     job = ctx.job("python-uneven")
+    # torch's gloo binds where the host name resolves (loopback here): name each machine's link.
     job.start(["--rdzv_token_file", job.token_file("token", "s3cret"), "--hang_timeout", "5"],
-              ["/usr/bin/python3", ctx.tools.python_script])
+              ["/usr/bin/python3", ctx.tools.python_script],
+              env=[{"GLOO_SOCKET_IFNAME": ctx.cluster.veth[m]} for m in (0, 1)])
     # Rank 3 has one batch fewer: it goes idle first, the others follow after their last batch.
-    if not job.wait_output(1, r"torch_uneven rank 3 finished", 180):
+    # The job hangs once every rank waits (each prints that line): the clock starts there.
+    waiting = [r"torch_uneven rank 3 waits", r"torch_uneven rank 2 waits",
+               r"torch_uneven rank 1 waits", r"torch_uneven rank 0 waits"]
+    if not all(job.wait_output(1 if i < 2 else 0, line, 180) for i, line in enumerate(waiting)):
         job.finish(5)
-        return Outcome(0, False, False, False, "rank 3 never finished: " + job.log(1)[-300:])
+        return Outcome(0, False, False, False, "the ranks never all waited: " + job.log(1)[-300:])
     start = time.monotonic()
     ended = job.finish(30)
     seconds = time.monotonic() - start
@@ -207,8 +212,14 @@ def third_party(ctx):
     the job refused to start for want of a token, saying so)."""
     job = ctx.job("third-party", run_id="")  # the default run id
     job.start([], finite_program(ctx))
-    job.wait_training(min_step=1)
-    guessed = f"job-{ctx.cluster.addr[0]}-{job.port}-4"
+    if not job.wait_training(min_step=1):
+        try:  # both launchers refusing to start is an outcome, judged below
+            for p in job.procs:
+                p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            job.finish(5)
+            return Outcome(0, False, False, False, "training never started: " + job.log(0)[-300:])
+    guessed = f"job-{ctx.cluster.addr[0]}-{job.port}-4"  # the run id main used to choose
     intruder = subprocess.run(
         ["ip", "netns", "exec", ctx.cluster.ns[1], ctx.tools.intruder,
          f"--endpoint={ctx.cluster.addr[0]}:{job.port}", f"--run_id={guessed}"],
@@ -243,6 +254,7 @@ def kill9_checkpoint(ctx):
     """kill -9 of every process of the job (both machines, one shared checkpoint directory)
     while it saves a checkpoint every step; then --resume must go on from the last good state:
     resumed at a step > 0, and the final parameters equal an undisturbed run's."""
+    clean = ctx.clean_checksum()  # first: the run's logs are the trial's
     job = ctx.job("kill9-checkpoint")
     token = ["--rdzv_token_file", job.token_file("token", "s3cret")]
     ckpt = ["--checkpoint-dir", os.path.join(job.work, "ckpt"), "--save-every", "1"]
@@ -261,10 +273,10 @@ def kill9_checkpoint(ctx):
     resumed.finish(180)
     at = re.findall(r"resumed from \S+ at step (\d+)", resumed.log(0))
     root_ok = bool(at) and int(at[-1]) > 0
-    same = resumed.checksum() != "" and resumed.checksum() == ctx.clean_checksum()
+    same = resumed.checksum() != "" and resumed.checksum() == clean
     note = "" if root_ok and same else (
         f"first run exit {job.codes}, resume exit {resumed.codes}, resumed at {at}, checksum "
-        f"{resumed.checksum()} vs {ctx.clean_checksum()}; resume m0 tail "
+        f"{resumed.checksum()} vs {clean}; resume m0 tail "
         f"{resumed.log(0)[-300:]!r}")
     return Outcome(seconds, ended, root_ok, same and resumed.codes == [0, 0], note)
 

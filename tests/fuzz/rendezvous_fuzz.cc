@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -166,7 +167,16 @@ class Session {
   template <typename Request, typename Method>
   void CoordinatorRequest(const std::uint8_t* body, std::size_t length, Method method) {
     Request r;
-    if (Parse(body, length, r)) (void)(coordinator_.*method)(r, now_);
+    if (Parse(body, length, r)) (void)(coordinator_.*method)(FillSecret(r), now_);
+  }
+
+  // Gives a request without a machine secret the one its machine was last given, so that the
+  // fuzzer reaches past the secret check (a request with one keeps it: the refusal is fuzzed).
+  template <typename Request>
+  Request& FillSecret(Request& r) {
+    auto it = secrets_.find(r.machine_rank());
+    if (r.machine_secret().empty() && it != secrets_.end()) r.set_machine_secret(it->second);
+    return r;
   }
 
   // Wait (and Get with a timeout): a KvTable waiter.
@@ -190,13 +200,16 @@ class Session {
     if (!Parse(body, length, r)) return;
     ++outstanding_;
     auto done = std::make_shared<bool>(false);
-    joins_.push_back(coordinator_.Join(r, "ipv4:10.0.0.9:5555", now_,
-                                       [this, done](absl::StatusOr<v1::JoinResponse> result) {
-                                         Check(!*done);
-                                         *done = true;
-                                         --outstanding_;
-                                         CheckJoinResult(result);
-                                       }));
+    joins_.push_back(coordinator_.Join(
+        r, "ipv4:10.0.0.9:5555", now_, [this, done](absl::StatusOr<v1::JoinResponse> result) {
+          Check(!*done);
+          *done = true;
+          --outstanding_;
+          CheckJoinResult(result);
+          if (result.ok()) {
+            secrets_[result->self().machine_rank()] = result->machine_secret();
+          }
+        }));
   }
 
   void Watch(const std::uint8_t* body, std::size_t length) {
@@ -204,7 +217,7 @@ class Session {
     if (!Parse(body, length, r)) return;
     auto sink = std::make_shared<CountingSink>(&outstanding_);
     sinks_.push_back(sink);
-    absl::StatusOr<JoinCoordinator::Id> id = coordinator_.Watch(r, sink);
+    absl::StatusOr<JoinCoordinator::Id> id = coordinator_.Watch(FillSecret(r), sink);
     if (!id.ok()) {
       sink->Close(id.status());  // what the service does with a refused watch
     } else {
@@ -232,8 +245,9 @@ class Session {
 
   KvTable table_;
   absl::Time now_ = absl::FromUnixSeconds(1'700'000'000);
-  int outstanding_ = 0;          // joins, waits and watches not yet completed
-  JoinCoordinator coordinator_;  // after table_ (its hooks use it)
+  int outstanding_ = 0;                 // joins, waits and watches not yet completed
+  std::map<int, std::string> secrets_;  // machine rank → its last machine secret
+  JoinCoordinator coordinator_;         // after table_ (its hooks use it)
   std::vector<JoinCoordinator::Id> joins_;
   std::vector<KvTable::WaiterId> waiters_;
   std::vector<JoinCoordinator::Id> watches_;

@@ -30,12 +30,12 @@ struct RunResult {
   bool timed_out = false;
 };
 
-// Runs `argv` (argv[0] a path) with the test's environment plus `extra_env`; SIGKILLs it at
-// `timeout`. `while_running` is called once with the child's pid once it has started.
-inline RunResult RunCommand(const std::vector<std::string>& argv,
-                            const std::vector<std::string>& extra_env = {},
-                            absl::Duration timeout = absl::Seconds(60),
-                            const std::function<void(pid_t)>& while_running = nullptr) {
+// Runs `argv` (argv[0] a path) with exactly the environment `env`; SIGKILLs it at `timeout`.
+// `while_running` is called once with the child's pid once it has started.
+inline RunResult RunWithEnvironment(const std::vector<std::string>& argv,
+                                    const std::vector<std::string>& env,
+                                    absl::Duration timeout = absl::Seconds(60),
+                                    const std::function<void(pid_t)>& while_running = nullptr) {
   RunResult r;
   auto out = launcher::MakePipe();
   auto err = launcher::MakePipe();
@@ -44,8 +44,7 @@ inline RunResult RunCommand(const std::vector<std::string>& argv,
   spec.label = "test command";
   spec.path = argv.front();
   spec.argv = argv;
-  spec.env = launcher::CurrentEnvironment();
-  spec.env.insert(spec.env.end(), extra_env.begin(), extra_env.end());
+  spec.env = env;
   spec.stdout_fd = out->second.get();
   spec.stderr_fd = err->second.get();
   const absl::Time start = absl::Now();
@@ -90,6 +89,17 @@ inline RunResult RunCommand(const std::vector<std::string>& argv,
   const launcher::ExitStatus& s = *child->status();
   r.exit_code = s.signal != 0 ? ExitCodeForSignal(s.signal) : s.exit_code;
   return r;
+}
+
+// Runs `argv` (argv[0] a path) with the test's environment plus `extra_env` (names not already
+// set); SIGKILLs it at `timeout`. `while_running` is called once with the child's pid.
+inline RunResult RunCommand(const std::vector<std::string>& argv,
+                            const std::vector<std::string>& extra_env = {},
+                            absl::Duration timeout = absl::Seconds(60),
+                            const std::function<void(pid_t)>& while_running = nullptr) {
+  std::vector<std::string> env = launcher::CurrentEnvironment();
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
+  return RunWithEnvironment(argv, env, timeout, while_running);
 }
 
 // Returns the lines of `text` that start with `prefix`.

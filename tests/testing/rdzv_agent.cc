@@ -1,13 +1,14 @@
 // rdzv_agent: a stand-in for one machine's agent in the rendezvous mp/netns tests.
 //
 // Joins, optionally watches and reports, and prints one line per outcome on stdout:
-//   JOINED attempt=A base=B world=W master=H:P store=E ns=N machines=M
+//   JOINED attempt=A base=B world=W master=H:P store=E ns=N machines=M self=R@ADDRESS
 //   JOIN_ERROR code=CODE msg=MESSAGE
 //   EVENT kind=abort|restart|done|server_lost machine=M msg=MESSAGE
 //   KV_OK peers=N
 // Flags (--name=value): endpoint, token, run_id, machine_rank, num_machines, num_processes,
 // local_processes, hostname, address, fingerprint (k=v), delay_ms (before joining),
 // timeout_ms (join deadline), watch_ms (0 = no watch), report (none|done|failure), kv (0|1),
+// want_machines (1 = the answer lists every machine, the default here; 0 = own entry only),
 // serve (host:port: also run the server there, as machine 0's launcher does, print
 // "SERVING port=P" and join through 127.0.0.1:P), rdzv_timeout_ms (the server's).
 // Exit: kExitOk, kExitRendezvous (join failed; common/exit_codes.h), or one of its own codes
@@ -135,6 +136,7 @@ JoinRequest JoinRequestFrom(const Flags& flags, const ClientOptions& options) {
   request.num_processes = IntFlag(flags, "num_processes", 0);
   request.local_processes = IntFlag(flags, "local_processes", 1);
   request.hostname = options.hostname;
+  request.want_machines = IntFlag(flags, "want_machines", 1) != 0;
   if (flags.count("address")) request.addresses.push_back(Flag(flags, "address", ""));
   const std::string fingerprint = Flag(flags, "fingerprint", "mixed_precision=no");
   const std::size_t eq = fingerprint.find('=');
@@ -175,7 +177,8 @@ void PrintJoined(const JoinResult& joined) {
   Print(absl::StrCat("JOINED attempt=", joined.attempt, " base=", joined.base_rank,
                      " world=", joined.world_size, " master=", joined.master_addr, ":",
                      joined.master_port, " store=", joined.store_endpoint,
-                     " ns=", joined.store_namespace, " machines=", joined.machines.size()));
+                     " ns=", joined.store_namespace, " machines=", joined.machines.size(),
+                     " self=", joined.self.machine_rank, "@", joined.self.address));
 }
 
 // Sends what --report asks for (none, done or failure); prints REPORT_ERROR when that fails.

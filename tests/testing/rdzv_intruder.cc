@@ -70,7 +70,9 @@ bool TryAll(const std::string& endpoint, const std::string& run_id, int machine_
   JoinRequest join;
   join.run_id = run_id;
   join.machine_rank = machine_rank;
-  join.num_machines = 2;
+  join.num_machines = 2;  // the fault suite's job: 2 machines × 2 processes
+  join.num_processes = 4;
+  join.local_processes = 2;
   join.hostname = "intruder";
   all_refused &=
       Report(label + " join", (*client)->Join(join, absl::Now() + absl::Seconds(3)).status());

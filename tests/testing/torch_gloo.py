@@ -18,7 +18,8 @@ def main() -> int:
     dist.all_reduce(t)
     expected = world * (world + 1) / 2
     print(f"torch_gloo rank {rank}/{world} local {os.environ['LOCAL_RANK']} "
-          f"all_reduce {t.item():g} expected {expected:g}", flush=True)
+          f"all_reduce {t.item():g} expected {expected:g} master_port {os.environ['MASTER_PORT']}",
+          flush=True)
     dist.barrier()
     dist.destroy_process_group()
     return 0 if t.item() == expected else 1

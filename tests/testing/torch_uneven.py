@@ -3,7 +3,9 @@
 but the last rank has one batch fewer. It finishes its batches and waits in a barrier while the
 others compute their extra batch and wait in an all-reduce it never joins: they all wait forever
 (gloo's default timeout is 30 minutes). The last rank goes idle first. Prints one line per rank
-when its batches are done. Usage: torch_uneven.py [BATCHES] (default 3)."""
+when it enters the call it never leaves ("torch_uneven rank R waits"; the job hangs once every
+rank has printed it) and, for the last rank, when its batches are done.
+Usage: torch_uneven.py [BATCHES] (default 3)."""
 import os
 import sys
 import time
@@ -26,10 +28,13 @@ def main() -> int:
     batches = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     mine = batches + (0 if rank == world - 1 else 1)
     grad = torch.zeros(1024)
-    for _ in range(mine):
-        busy(0.1 if _ < batches else 2.0)  # the extra batch is long: the last rank idles first
+    for step in range(mine):
+        busy(0.1 if step < batches else 2.0)  # the extra batch is long: the last rank idles first
+        if step == batches:
+            print(f"torch_uneven rank {rank} waits", flush=True)
         dist.all_reduce(grad)
     print(f"torch_uneven rank {rank} finished its {mine} batches (pid {os.getpid()})", flush=True)
+    print(f"torch_uneven rank {rank} waits", flush=True)
     dist.barrier()
     dist.destroy_process_group()
     return 0

@@ -4,6 +4,7 @@
 //   worker_mp_rank collectives OUT_DIR
 //   worker_mp_rank train OUT_DIR TAG MICRO_BATCH        (accumulation from the env)
 //   worker_mp_rank infskip OUT_DIR
+//   worker_mp_rank unused OUT_DIR
 //   worker_mp_rank resume OUT_DIR MODE CKPT_DIR         (MODE: full | save_and_die | load)
 //   worker_mp_rank deadline OUT_DIR MODE                (MODE: exit | freeze)
 //
@@ -89,6 +90,7 @@ int Collectives() {
   const int w = acc.num_processes();
   const int r = acc.process_index();
   const auto timeout = std::chrono::seconds(60);
+  acc.print("backend ", comm.name());
   // Sums of small integers are exact in float32.
   torch::Tensor base = torch::arange(1000, torch::kFloat);
   torch::Tensor f = base + (r + 1);
@@ -107,6 +109,13 @@ int Collectives() {
   torch::Tensor half = torch::full({33}, r + 1, torch::kHalf);
   comm.AllReduce(half, accel::ReduceOp::kSum, timeout);
   CHECK_TRUE(torch::equal(half, torch::full({33}, w * (w + 1) / 2, torch::kHalf)), "fp16 sum");
+  // Half types are reduced in float32 and kAvg divides them too (review finding 1).
+  for (auto dtype : {torch::kHalf, torch::kBFloat16}) {
+    torch::Tensor avg16 = torch::full({4099}, 2.0 * (r + 1), dtype);
+    comm.AllReduce(avg16, accel::ReduceOp::kAvg, timeout);
+    CHECK_TRUE(torch::equal(avg16, torch::full({4099}, w + 1, dtype)),
+               c10::toString(dtype) << " avg gives " << avg16[0].item<float>());
+  }
   // A large buffer: several Gloo segments (1 MiB each).
   torch::Tensor big = torch::full({3 << 20}, static_cast<float>(r));
   comm.AllReduce(big, accel::ReduceOp::kSum, timeout);
@@ -143,7 +152,9 @@ int Train(const std::string& out_dir, const std::string& tag, int64_t micro) {
     loader.set_epoch(epoch++);
     for (const auto& batch : loader) {
       auto sync = acc.accumulate(net);
-      auto loss = torch::mse_loss(net->forward(batch.data), batch.target);
+      // Autocast is a no-op without ACCELERATE_MIXED_PRECISION (bf16 on CPU with it).
+      auto loss =
+          acc.autocast([&] { return torch::mse_loss(net->forward(batch.data), batch.target); });
       acc.backward(loss);
       acc.step(opt);
       if (acc.step_count() == 20) break;
@@ -160,6 +171,51 @@ int Train(const std::string& out_dir, const std::string& tag, int64_t micro) {
   }
   if (acc.is_main_process()) WriteParams(out_dir + "/params_" + tag + ".bin", net);
   acc.wait_for_everyone();
+  return g_failures == 0 ? accel::kExitOk : accel::kExitWorkerFailed;
+}
+
+// A model with a layer only rank 0 uses and one no rank uses, trained with AdamW (weight decay):
+// the never-used layer keeps no gradient and is left alone, as in a single process (review
+// finding 6); the rank-0-only layer gets the average on every rank; replicas stay identical.
+struct PartlyUsedNetImpl : torch::nn::Module {
+  PartlyUsedNetImpl()
+      : fc1(register_module("fc1", torch::nn::Linear(8, 32))),
+        rank0_only(register_module("rank0_only", torch::nn::Linear(32, 32))),
+        never(register_module("never", torch::nn::Linear(32, 32))),
+        fc2(register_module("fc2", torch::nn::Linear(32, 4))) {}
+  torch::Tensor forward(torch::Tensor x, bool extra) {
+    x = torch::tanh(fc1->forward(x));
+    if (extra) x = x + torch::tanh(rank0_only->forward(x));
+    return fc2->forward(x);
+  }
+  torch::nn::Linear fc1, rank0_only, never, fc2;
+};
+TORCH_MODULE(PartlyUsedNet);
+
+int Unused() {
+  accel::Accelerator acc(BaseOptions());
+  torch::manual_seed(5 + acc.process_index());
+  PartlyUsedNet net = acc.prepare(PartlyUsedNet());
+  const torch::Tensor never_before = net->never->weight.detach().clone();
+  torch::optim::AdamW opt(net->parameters(), torch::optim::AdamWOptions(1e-2).weight_decay(0.1));
+  auto [x, y] = Dataset(64);
+  auto loader = acc.prepare_loader(x, y, 4, true, 2);
+  int steps = 0;
+  for (const auto& batch : loader) {
+    auto sync = acc.accumulate(net);
+    acc.backward(torch::mse_loss(net->forward(batch.data, acc.is_main_process()), batch.target));
+    if (acc.sync_gradients()) {
+      CHECK_TRUE(!net->never->weight.grad().defined(), "unused everywhere: no gradient");
+      CHECK_TRUE(net->rank0_only->weight.grad().defined(), "used on rank 0: a gradient");
+    }
+    acc.step(opt);
+    if (++steps == 6) break;
+  }
+  CHECK_TRUE(torch::equal(net->never->weight, never_before), "unused layer left alone");
+  for (const auto& p : net->parameters()) {
+    torch::Tensor mine = p.detach().clone();
+    CHECK_TRUE(torch::equal(acc.reduce(mine, accel::ReduceOp::kMax), mine), "replicas identical");
+  }
   return g_failures == 0 ? accel::kExitOk : accel::kExitWorkerFailed;
 }
 
@@ -305,6 +361,7 @@ int main(int argc, char** argv) {
     if (scenario == "collectives") return Collectives();
     if (scenario == "train" && argc == 5) return Train(out_dir, argv[3], std::atoll(argv[4]));
     if (scenario == "infskip") return InfSkip();
+    if (scenario == "unused") return Unused();
     if (scenario == "deadline" && argc == 4) return Deadline(argv[3]);
     if (scenario == "resume" && argc == 5) return Resume(out_dir, argv[3], argv[4]);
   } catch (const std::exception& e) {

@@ -4,12 +4,14 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
+#include <ATen/Parallel.h>
 #include <torch/cuda.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/optimizer.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -20,6 +22,7 @@
 #include "accel/error.h"
 #include "accel/error_file.h"
 #include "common/env_contract.h"
+#include "common/overlap.h"
 #include "worker/src/accelerator_state.h"
 #include "worker/src/amp/autocast_compat.h"
 #include "worker/src/comm/factory.h"
@@ -67,12 +70,51 @@ void ResolveWorld(const Options& o, internal::AcceleratorState& s) {
 // names the process group's keys in the store.
 std::atomic<int> g_groups{0};
 
-std::vector<at::Tensor> GradsOf(const std::vector<at::Tensor>& params) {
-  std::vector<at::Tensor> grads;
-  for (const auto& p : params) {
-    if (p.grad().defined()) grads.push_back(p.grad());
+// Prints the last sync pass's per-bucket timings (ACCELERATE_DEBUG_MODE, rank 0).
+void PrintBucketTimings(const internal::AcceleratorState& s) {
+  if (s.steps % 100 != 0) return;  // the first sync step, then every 100th
+  for (const auto& t : s.grad_sync->last_timings()) {
+    std::fprintf(stderr,
+                 "[accel] step %lld bucket %lld elements: ready %.0f us, start %.0f us, "
+                 "done %.0f us (%s thread)\n",
+                 static_cast<long long>(s.steps), static_cast<long long>(t.elements), t.ready_us,
+                 t.start_us, t.end_us, t.on_comm_thread ? "comm" : "training");
   }
-  return grads;
+}
+
+// Whether DDP overlaps communication with backward here; says why once on local rank 0.
+bool ResolveOverlap(const internal::AcceleratorState& s) {
+  if (s.options.overlap != Overlap::kAuto) return s.options.overlap == Overlap::kOn;
+  // On a GPU the compute is the device's: the communication thread only enqueues and polls.
+  if (s.device.is_cuda()) return true;
+  const int processes = s.options.local_world_size > 0 ? s.options.local_world_size : 1;
+  const int threads = at::get_num_threads();
+  const int cores = UsableCores();
+  const bool on = OverlapHelps(processes, threads, cores);
+  if (s.local_rank == 0 && (!on || s.options.debug)) {
+    std::cerr << "[accel] DDP overlap " << DescribeOverlap(processes, threads, cores) << "\n";
+  }
+  return on;
+}
+
+// (Re)builds the one GradSync over every prepared module's trainable parameters.
+void PrepareDdp(internal::AcceleratorState& s) {
+  std::vector<at::Tensor> trainable;
+  for (const auto& m : s.modules) {
+    for (const auto& p : m->parameters()) {
+      if (p.requires_grad()) trainable.push_back(p);
+    }
+  }
+  s.grad_sync.reset();  // its hooks go before the new ones are added
+  if (trainable.empty()) return;
+  worker::GradSyncOptions gs;
+  gs.first_bucket_bytes = s.options.first_bucket_bytes;
+  gs.bucket_bytes = s.options.bucket_bytes;
+  gs.overlap = ResolveOverlap(s);
+  gs.timeout = s.options.collective_timeout;
+  gs.timings = s.options.debug;
+  gs.progress = s.progress.get();
+  s.grad_sync = std::make_unique<worker::GradSync>(std::move(trainable), *s.comm, gs);
 }
 
 }  // namespace
@@ -112,7 +154,7 @@ Accelerator::Accelerator(Options options) : state_(std::make_unique<internal::Ac
 
   const int group = g_groups.fetch_add(1);
   worker::GroupSpec spec{s.rank, s.world, "pg" + std::to_string(group) + "/",
-                         options.connect_timeout};
+                         options.connect_timeout, options.shared_memory};
   const Backend backend = worker::ChooseBackend(options.backend, s.device, s.world_from_mpi);
   if (s.world > 1 && (backend == Backend::kGloo || backend == Backend::kMpi) &&
       s.device.is_cuda()) {
@@ -139,7 +181,7 @@ Accelerator::Accelerator(Options options) : state_(std::make_unique<internal::Ac
 
 Accelerator::~Accelerator() {
   // GradSync hooks reference the communicator: drop them first.
-  state_->grad_syncs.clear();
+  state_->grad_sync.reset();
 }
 
 const c10::Device& Accelerator::device() const { return state_->device; }
@@ -175,16 +217,9 @@ void Accelerator::PrepareModule(std::shared_ptr<torch::nn::Module> module) {
         data.copy_(copy);
       }
     }
-    std::vector<at::Tensor> trainable;
-    for (const auto& p : module->parameters()) {
-      if (p.requires_grad()) trainable.push_back(p);
-    }
-    worker::GradSyncOptions gs{s.options.first_bucket_bytes, s.options.bucket_bytes,
-                               s.options.overlap, s.options.collective_timeout};
-    gs.progress = s.progress.get();
-    s.grad_syncs.push_back(std::make_unique<worker::GradSync>(trainable, *s.comm, gs));
   }
   s.modules.push_back(std::move(module));
+  if (s.world > 1) PrepareDdp(s);
 }
 
 torch::optim::Optimizer& Accelerator::prepare(torch::optim::Optimizer& optimizer) {
@@ -215,7 +250,16 @@ AccumulateGuard Accelerator::accumulate() {
     ++s.micro_step;
     s.sync = s.micro_step % s.options.gradient_accumulation_steps == 0;
   }
-  return AccumulateGuard(s.sync);
+  return AccumulateGuard(this, ++s.micro_id, s.sync);
+}
+
+AccumulateGuard::~AccumulateGuard() {
+  if (acc_ != nullptr) acc_->EndMicroStep(id_);
+}
+
+void Accelerator::EndMicroStep(std::int64_t id) {
+  // Outside accumulate() every backward syncs and every step() steps.
+  if (state_->micro_id == id) state_->sync = true;
 }
 
 bool Accelerator::sync_gradients() const { return state_->sync; }
@@ -250,18 +294,38 @@ Accelerator::AutocastScope::~AutocastScope() {
 
 void Accelerator::backward(const at::Tensor& loss) {
   auto& s = *state_;
+  // Gradients are summed over ranks: the average's 1/world rides on the loss, with 1/N.
+  const std::int64_t divisor = static_cast<std::int64_t>(s.options.gradient_accumulation_steps) *
+                               (s.grad_sync ? s.world : 1);
   at::Tensor scaled = loss;
-  if (s.options.gradient_accumulation_steps > 1) {
-    scaled = scaled / s.options.gradient_accumulation_steps;
-  }
+  if (divisor > 1) scaled = scaled / static_cast<double>(divisor);
   if (s.scaler) scaled = scaled * s.scaler->scale_tensor();
-  for (auto& gs : s.grad_syncs) gs->BeginBackward(s.sync);
+  if (s.grad_sync) s.grad_sync->BeginBackward(s.sync, scaled);
   try {
     scaled.backward();
-  } catch (const c10::Error& e) {
-    throw Error("backward", "", e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    if (s.grad_sync) s.grad_sync->CancelBackward();
+    if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) {
+      throw Error("backward", "", c10_error->what_without_backtrace());
+    }
+    throw;
   }
-  for (auto& gs : s.grad_syncs) gs->EndBackward();
+  if (!s.grad_sync) return;
+  s.grad_sync->EndBackward();
+  if (s.options.debug && s.sync && s.rank == 0) PrintBucketTimings(s);
+}
+
+void Accelerator::UnscaleOnce(const std::vector<at::Tensor>& params) {
+  auto& s = *state_;
+  std::vector<at::Tensor> grads;
+  for (const auto& p : params) {
+    if (p.grad().defined() && s.unscaled.insert(p.unsafeGetTensorImpl()).second) {
+      grads.push_back(p.grad());
+    }
+  }
+  if (grads.empty()) return;
+  at::Tensor found = s.scaler->UnscaleAndCheck(grads);
+  s.found_inf = s.found_inf.defined() ? at::maximum(s.found_inf, found) : found;
 }
 
 double Accelerator::clip_grad_norm(double max_norm) {
@@ -271,11 +335,27 @@ double Accelerator::clip_grad_norm(double max_norm) {
   for (const auto& m : s.modules) {
     for (const auto& p : m->parameters()) params.push_back(p);
   }
-  if (s.scaler && !s.unscaled) {
-    s.found_inf = s.scaler->UnscaleAndCheck(GradsOf(params));
-    s.unscaled = true;
-  }
+  if (s.scaler) UnscaleOnce(params);
   return torch::nn::utils::clip_grad_norm_(params, max_norm);
+}
+
+void Accelerator::ZeroGrads(torch::optim::Optimizer& optimizer) {
+  auto& s = *state_;
+  if (!s.grad_sync) {
+    optimizer.zero_grad();
+    return;
+  }
+  worker::GradSync::ParamSet bucketed;
+  for (auto& group : optimizer.param_groups()) {
+    for (auto& p : group.params()) {
+      if (s.grad_sync->Manages(p)) {
+        bucketed.insert(p.unsafeGetTensorImpl());
+      } else {
+        worker::compat::ZeroGradLikeOptimizer(p);
+      }
+    }
+  }
+  s.grad_sync->ZeroGrad(&bucketed);
 }
 
 bool Accelerator::step(torch::optim::Optimizer& optimizer) {
@@ -284,14 +364,13 @@ bool Accelerator::step(torch::optim::Optimizer& optimizer) {
   prepare(optimizer);
   bool stepped = true;
   if (s.scaler) {
-    if (!s.unscaled) {
-      std::vector<at::Tensor> params;
-      for (auto& group : optimizer.param_groups()) {
-        for (const auto& p : group.params()) params.push_back(p);
-      }
-      s.found_inf = s.scaler->UnscaleAndCheck(GradsOf(params));
+    std::vector<at::Tensor> params;
+    for (auto& group : optimizer.param_groups()) {
+      for (const auto& p : group.params()) params.push_back(p);
     }
-    at::Tensor flag = s.found_inf;
+    UnscaleOnce(params);
+    at::Tensor flag =
+        s.found_inf.defined() ? s.found_inf : at::zeros({1}, s.scaler->scale_tensor().options());
     if (s.world > 1) s.comm->AllReduce(flag, ReduceOp::kMax, s.options.collective_timeout);
     if (flag.item<float>() != 0.0f) {
       stepped = false;
@@ -303,8 +382,8 @@ bool Accelerator::step(torch::optim::Optimizer& optimizer) {
   } else {
     optimizer.step();
   }
-  optimizer.zero_grad();
-  s.unscaled = false;
+  ZeroGrads(optimizer);
+  s.unscaled.clear();
   s.found_inf = at::Tensor();
   ++s.steps;
   if (s.progress) s.progress->Write(static_cast<std::uint64_t>(s.steps));

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <unordered_set>
 #include <vector>
 
 #include "accel/communicator.h"
@@ -39,16 +40,20 @@ struct AcceleratorState {
   std::shared_ptr<worker::ProgressFile> progress;  // null without ACCEL_PROGRESS_FILE
 
   std::vector<std::shared_ptr<torch::nn::Module>> modules;
-  std::vector<std::unique_ptr<worker::GradSync>> grad_syncs;  // one per module (world > 1)
-  std::vector<torch::optim::Optimizer*> optimizers;           // not owned
+  // DDP over every prepared module's parameters (world > 1): one, so that all buckets are issued
+  // in one order; rebuilt when another module is prepared.
+  std::unique_ptr<worker::GradSync> grad_sync;
+  std::vector<torch::optim::Optimizer*> optimizers;  // not owned
 
   // Accumulation (accelerate's GradientState).
   std::int64_t micro_step = 0;
+  std::int64_t micro_id = 0;  // bumped by every accumulate(): which guard is current
   bool sync = true;
   bool end_of_data = false;
 
-  // This sync step's unscale result (set by clip_grad_norm or step).
-  bool unscaled = false;
+  // This sync step's unscaling: the parameters whose gradients are unscaled already (by
+  // clip_grad_norm or step) and whether any of them had an inf/NaN.
+  std::unordered_set<const c10::TensorImpl*> unscaled;
   at::Tensor found_inf;
 
   std::int64_t steps = 0;

@@ -65,6 +65,30 @@ const char* ToString(Backend backend) {
   return "?";
 }
 
+namespace {
+
+// 0 auto, 1 on, 2 off.
+int ParseAutoOnOff(const std::string& text, const char* what) {
+  const std::string v = Lower(text);
+  if (v == "auto" || v.empty()) return 0;
+  if (v == "on" || v == "true" || v == "1") return 1;
+  if (v == "off" || v == "false" || v == "0") return 2;
+  throw Error(std::string("parse ") + what, "\"" + text + "\"", "expected auto, on or off");
+}
+
+}  // namespace
+
+Overlap ParseOverlap(const std::string& text) {
+  static constexpr Overlap kValues[] = {Overlap::kAuto, Overlap::kOn, Overlap::kOff};
+  return kValues[ParseAutoOnOff(text, "overlap")];
+}
+
+SharedMemory ParseSharedMemory(const std::string& text) {
+  static constexpr SharedMemory kValues[] = {SharedMemory::kAuto, SharedMemory::kOn,
+                                             SharedMemory::kOff};
+  return kValues[ParseAutoOnOff(text, "shared memory")];
+}
+
 Options Options::FromEnv() {
   using worker::EnvBool;
   using worker::EnvInt;
@@ -84,6 +108,8 @@ Options Options::FromEnv() {
   if (const char* progress = env::Get(env::kProgressFile)) o.progress_file = progress;
   o.collective_timeout = std::chrono::milliseconds(
       EnvInt(env::kCollectiveTimeoutMs, static_cast<int>(o.collective_timeout.count())));
+  if (const char* overlap = env::Get(env::kOverlap)) o.overlap = ParseOverlap(overlap);
+  if (const char* shm = env::Get(env::kShm)) o.shared_memory = ParseSharedMemory(shm);
   const char* run_id = env::Get(env::kRunId);
   o.run_id = run_id != nullptr ? run_id : "";
   return o;

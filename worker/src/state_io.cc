@@ -1,13 +1,17 @@
-// Accelerator::save_state / load_state.
+// Accelerator::save_state / load_state / has_state.
 //
 // Layout of a checkpoint directory:
-//   model_<i>.pt       prepared module i (written by each machine's local main process)
+//   model_<i>.pt       prepared module i
 //   optimizer_<i>.pt   registered optimizer i
 //   accelerator.pt     step counters, accumulation position, loss scale and growth tracker, world
 //   rng_<rank>.pt      each rank's CPU (and CUDA) generator state
-// Written into "<dir>.tmp", then "<dir>" (if any) is renamed to "<dir>.old", "<dir>.tmp" to "<dir>"
-// and "<dir>.old" removed: a crash at any point leaves either the old or the new checkpoint whole
-// (load_state falls back to "<dir>.old" when "<dir>" is missing).
+// The model, optimizer and accelerator files are shared: one writer per distinct directory
+// writes them (every machine's own directory, or once for a directory all machines share);
+// every rank writes its own rng file. The save goes into "<dir>.tmp"; after a barrier each
+// writer promotes it to "<dir>" (the previous one becomes "<dir>.old"), and after another
+// barrier "<dir>.old" goes: a crash at any point leaves a complete checkpoint in "<dir>" or
+// "<dir>.old" on every machine (worker/src/checkpoint_dir.h). load_state takes the newest
+// checkpoint that every rank has.
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
@@ -15,15 +19,20 @@
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include "accel/accelerator.h"
 #include "accel/error.h"
 #include "worker/src/accelerator_state.h"
+#include "worker/src/checkpoint_dir.h"
 
 namespace accel {
 namespace {
@@ -58,70 +67,145 @@ void Guard(const char* op, const fs::path& path, Fn&& fn) {
   }
 }
 
+// Returns `values` reduced with `op` over every rank (int64, on the communicator's device).
+std::vector<std::int64_t> AllReduceInts(internal::AcceleratorState& s,
+                                        std::vector<std::int64_t> values, ReduceOp op) {
+  at::Tensor t = at::tensor(values, at::TensorOptions().dtype(at::kLong)).to(s.device);
+  s.comm->AllReduce(t, op, s.options.collective_timeout);
+  t = t.cpu();
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = t[static_cast<long>(i)].item<std::int64_t>();
+  return values;
+}
+
+// Returns the step count a checkpoint directory holds.
+std::int64_t SavedSteps(const fs::path& dir) {
+  torch::serialize::InputArchive meta;
+  meta.load_from((dir / worker::kCheckpointMeta).string());
+  at::Tensor steps;
+  meta.read("steps", steps);
+  return steps.item<std::int64_t>();
+}
+
+// The checkpoints under `dir` this rank could load, with their step counts, newest first.
+std::vector<std::pair<fs::path, std::int64_t>> LocalCheckpoints(const std::string& dir) {
+  std::vector<std::pair<fs::path, std::int64_t>> found;
+  for (const fs::path& candidate : worker::CheckpointCandidates(worker::CheckpointPaths(dir))) {
+    try {
+      found.emplace_back(candidate, SavedSteps(candidate));
+    } catch (const std::exception&) {
+      // An unreadable meta file: not a checkpoint this rank can resume from.
+    }
+  }
+  return found;
+}
+
+// Returns the checkpoint every rank agrees on: the newest step that every rank has under `dir`
+// (a crash between two machines' promotions leaves one a save ahead). Collective. Empty when
+// some rank has none; throws when the ranks have checkpoints but no common one.
+std::optional<fs::path> AgreedCheckpoint(internal::AcceleratorState& s, const std::string& dir) {
+  const auto local = LocalCheckpoints(dir);
+  std::int64_t newest = -1;
+  for (const auto& [path, steps] : local) newest = std::max(newest, steps);
+  const std::int64_t target = AllReduceInts(s, {newest}, ReduceOp::kMin)[0];
+  if (target < 0) return std::nullopt;
+  std::optional<fs::path> chosen;
+  for (const auto& [path, steps] : local) {
+    if (steps == target && !chosen) chosen = path;
+  }
+  if (AllReduceInts(s, {chosen ? 1 : 0}, ReduceOp::kMin)[0] == 0) {
+    throw Error("load state", dir,
+                "the ranks hold no common checkpoint (rank " + std::to_string(s.rank) +
+                    (chosen ? " has" : " lacks") + " step " + std::to_string(target) + ")");
+  }
+  return chosen;
+}
+
+// Writes this rank's share of the checkpoint into `tmp`: its rng file, and the shared files
+// when it is its directory's writer.
+void WriteFiles(internal::AcceleratorState& s, const fs::path& tmp, bool writer) {
+  torch::serialize::OutputArchive rng;
+  rng.write("cpu", GeneratorState(at::detail::getDefaultCPUGenerator()));
+  if (s.device.is_cuda())
+    rng.write("cuda", GeneratorState(at::globalContext().defaultGenerator(s.device)));
+  const fs::path rng_path = tmp / ("rng_" + std::to_string(s.rank) + ".pt");
+  rng.save_to(rng_path.string());
+  worker::Sync(rng_path);
+  if (!writer) return;
+  std::vector<fs::path> written;
+  for (std::size_t i = 0; i < s.modules.size(); ++i) {
+    torch::serialize::OutputArchive archive;
+    s.modules[i]->save(archive);
+    written.push_back(tmp / ("model_" + std::to_string(i) + ".pt"));
+    archive.save_to(written.back().string());
+  }
+  for (std::size_t i = 0; i < s.optimizers.size(); ++i) {
+    torch::serialize::OutputArchive archive;
+    s.optimizers[i]->save(archive);
+    written.push_back(tmp / ("optimizer_" + std::to_string(i) + ".pt"));
+    archive.save_to(written.back().string());
+  }
+  torch::serialize::OutputArchive meta;
+  meta.write("steps", Scalar64(s.steps));
+  meta.write("skipped", Scalar64(s.skipped));
+  meta.write("micro_step", Scalar64(s.micro_step));
+  meta.write("world", Scalar64(s.world));
+  meta.write("modules", Scalar64(static_cast<std::int64_t>(s.modules.size())));
+  meta.write("optimizers", Scalar64(static_cast<std::int64_t>(s.optimizers.size())));
+  meta.write("scale", ScalarF64(s.scaler ? s.scaler->scale() : 1.0));
+  meta.write("growth_tracker", Scalar64(s.scaler ? s.scaler->growth_tracker() : 0));
+  written.push_back(tmp / worker::kCheckpointMeta);
+  meta.save_to(written.back().string());
+  for (const fs::path& path : written) worker::Sync(path);
+}
+
 }  // namespace
 
 void Accelerator::save_state(const std::string& dir) {
   auto& s = *state_;
-  const fs::path final_dir(dir);
-  const fs::path tmp(dir + ".tmp");
-  const fs::path old(dir + ".old");
-  const bool writer = is_local_main_process();
-  wait_for_everyone();
-  if (writer) {
-    Guard("save state", tmp, [&] {
-      fs::remove_all(tmp);
-      fs::create_directories(tmp);
+  const worker::CheckpointPaths paths(dir);
+  // Every rank draws a nonce; the largest is this save's, so the writers' claims cannot collide
+  // with a crashed save's.
+  const std::uint64_t nonce = static_cast<std::uint64_t>(
+      AllReduceInts(s, {static_cast<std::int64_t>(worker::RandomNonce() >> 1)}, ReduceOp::kMax)[0]);
+  bool writer = false;
+  if (is_local_main_process()) {
+    Guard("save state", paths.tmp, [&] {
+      writer = worker::ClaimWriter(paths, nonce);
+      if (writer) worker::ClearStale(paths, nonce);
     });
   }
-  wait_for_everyone();
-  Guard("save state", tmp, [&] {
-    torch::serialize::OutputArchive rng;
-    rng.write("cpu", GeneratorState(at::detail::getDefaultCPUGenerator()));
-    if (s.device.is_cuda())
-      rng.write("cuda", GeneratorState(at::globalContext().defaultGenerator(s.device)));
-    rng.save_to((tmp / ("rng_" + std::to_string(s.rank) + ".pt")).string());
-    if (!writer) return;
-    for (std::size_t i = 0; i < s.modules.size(); ++i) {
-      torch::serialize::OutputArchive archive;
-      s.modules[i]->save(archive);
-      archive.save_to((tmp / ("model_" + std::to_string(i) + ".pt")).string());
-    }
-    for (std::size_t i = 0; i < s.optimizers.size(); ++i) {
-      torch::serialize::OutputArchive archive;
-      s.optimizers[i]->save(archive);
-      archive.save_to((tmp / ("optimizer_" + std::to_string(i) + ".pt")).string());
-    }
-    torch::serialize::OutputArchive meta;
-    meta.write("steps", Scalar64(s.steps));
-    meta.write("skipped", Scalar64(s.skipped));
-    meta.write("micro_step", Scalar64(s.micro_step));
-    meta.write("world", Scalar64(s.world));
-    meta.write("modules", Scalar64(static_cast<std::int64_t>(s.modules.size())));
-    meta.write("optimizers", Scalar64(static_cast<std::int64_t>(s.optimizers.size())));
-    meta.write("scale", ScalarF64(s.scaler ? s.scaler->scale() : 1.0));
-    meta.write("growth_tracker", Scalar64(s.scaler ? s.scaler->growth_tracker() : 0));
-    meta.save_to((tmp / "accelerator.pt").string());
+  wait_for_everyone();  // one writer per directory, and every tmp is clean
+  Guard("save state", paths.tmp, [&] {
+    if (writer) worker::DropClaim(paths, nonce);
+    WriteFiles(s, paths.tmp, writer);
   });
+  wait_for_everyone();  // every file of every directory is written: the save is complete
+  if (writer) Guard("save state", paths.final_dir, [&] { worker::Promote(paths); });
+  wait_for_everyone();  // every directory holds the new checkpoint
+  if (writer) Guard("save state", paths.old, [&] { worker::DropOld(paths); });
   wait_for_everyone();
-  if (writer) {
-    Guard("save state", final_dir, [&] {
-      fs::remove_all(old);
-      if (fs::exists(final_dir)) fs::rename(final_dir, old);
-      fs::rename(tmp, final_dir);
-      fs::remove_all(old);
-    });
-  }
-  wait_for_everyone();
+}
+
+bool Accelerator::has_state(const std::string& dir) {
+  std::optional<fs::path> found;
+  Guard("find state", dir, [&] { found = AgreedCheckpoint(*state_, dir); });
+  return found.has_value();
 }
 
 void Accelerator::load_state(const std::string& dir) {
   auto& s = *state_;
-  fs::path from(dir);
-  if (!fs::exists(from) && fs::exists(dir + ".old")) from = dir + ".old";
-  if (!fs::exists(from)) throw Error("load state", dir, "no such checkpoint directory");
+  std::optional<fs::path> agreed;
+  Guard("load state", dir, [&] { agreed = AgreedCheckpoint(s, dir); });
+  if (!agreed) {
+    throw Error("load state", dir,
+                "no checkpoint that every rank has (neither the directory nor " + dir +
+                    ".old holds one here)");
+  }
+  const fs::path from = *agreed;
   Guard("load state", from, [&] {
     torch::serialize::InputArchive meta;
-    meta.load_from((from / "accelerator.pt").string());
+    meta.load_from((from / worker::kCheckpointMeta).string());
     auto read = [&](const char* key) {
       at::Tensor t;
       meta.read(key, t);

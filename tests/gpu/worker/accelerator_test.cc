@@ -1,119 +1,29 @@
-// libaccel on a real GPU (label gpu): NCCL world-1 collectives, the fused unscale/inf check and
-// scale update against the CPU path, fp16 overflow handling, fp16 training, and the device facts
-// that `accel-launch env` reports. Every test skips with the reason when there is no GPU.
+// libaccel's fp16 training on a real GPU: autocast, the dynamic loss scaler with the fused
+// unscale and scale update, overflow → skip and halve, a small MLP that converges, and the
+// scale/skip sequence of a real run recorded for tests/gpu/worker/amp/gradscaler_replay_test.py,
+// which replays it through torch.amp.GradScaler("cuda").
 #include "accel/accelerator.h"
 
 #include <ATen/ATen.h>
-#include <ATen/Context.h>
 #include <gtest/gtest.h>
-#include <torch/cuda.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/sgd.h>
 
-#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <limits>
+#include <set>
 #include <string>
 #include <vector>
 
-#include "common/device_info.h"
-#include "worker/src/amp/loss_scaler.h"
-#include "worker/src/comm/factory.h"
+#include "tests/testing/gpu_test_util.h"
 
 namespace accel {
 namespace {
 
-// Returns why CUDA tests cannot run here, or "" when they can.
-std::string NoGpuReason() {
-  std::string why;
-  if (CountGpus(&why) == 0) return "no GPU visible (" + why + ")";
-  if (torch::cuda::device_count() == 0) {
-    return "LibTorch was built without CUDA (Debian's CPU-only libtorch); build against a CUDA "
-           "LibTorch (scripts/device-check)";
-  }
-  return "";
-}
-
-#define SKIP_WITHOUT_GPU()                               \
-  do {                                                   \
-    if (std::string why = NoGpuReason(); !why.empty()) { \
-      GTEST_SKIP() << why;                               \
-    }                                                    \
-  } while (0)
-
 const c10::Device kCuda(c10::kCUDA, 0);
-
-TEST(GpuDeviceInfoTest, PrintsNameVramComputeCapabilityAndSms) {
-  DeviceReport report = DetectDevices();
-  if (report.gpus.empty()) GTEST_SKIP() << "no GPU: " << report.gpu_error;
-  for (const GpuInfo& gpu : report.gpus) {
-    std::printf("GPU %d: %s, %lld MiB, compute capability %d.%d, %d SMs, fp16 %s, bf16 %s\n",
-                gpu.index, gpu.name.c_str(), static_cast<long long>(gpu.total_mib), gpu.cc_major,
-                gpu.cc_minor, gpu.sm_count, gpu.fp16 ? "yes" : "no", gpu.bf16 ? "yes" : "no");
-    EXPECT_FALSE(gpu.name.empty());
-    EXPECT_GT(gpu.total_mib, 1024);
-    EXPECT_GE(gpu.cc_major, 3);
-    EXPECT_GT(gpu.sm_count, 0);
-  }
-  std::printf("CUDA driver %s, runtime %s, NCCL %s, cuDNN %s\n", report.cuda_driver.version.c_str(),
-              report.cuda_runtime.version.c_str(), report.nccl.version.c_str(),
-              report.cudnn.version.c_str());
-}
-
-TEST(GpuNcclTest, WorldOfOneCollectivesAreExact) {
-  SKIP_WITHOUT_GPU();
-#if !ACCEL_HAVE_NCCL
-  GTEST_SKIP() << "libaccel was built without NCCL (nccl.h or the CUDA toolkit not found)";
-#else
-  const auto timeout = std::chrono::seconds(60);
-  worker::GroupSpec spec{0, 1, "gpu_test/", timeout};
-  auto comm = worker::MakeNcclCommunicator(nullptr, spec, 0);
-  EXPECT_EQ(comm->name(), "nccl");
-  for (auto dtype : {at::kFloat, at::kHalf}) {
-    // Integers up to 2048 are exact in fp16.
-    at::Tensor expected = at::arange(2048, at::TensorOptions().dtype(dtype).device(kCuda));
-    for (auto op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax}) {
-      at::Tensor t = expected.clone();
-      comm->AllReduce(t, op, timeout);
-      EXPECT_TRUE(at::equal(t, expected)) << c10::toString(dtype) << " " << ToString(op);
-    }
-  }
-  at::Tensor b = at::full({5}, 3, at::TensorOptions().dtype(at::kLong).device(kCuda));
-  comm->Broadcast(b, 0, timeout);
-  EXPECT_TRUE(at::equal(b.cpu(), at::full({5}, 3, at::kLong)));
-  at::Tensor g = comm->AllGather(at::ones({2, 3}, kCuda), timeout);
-  EXPECT_EQ(g.sizes(), at::IntArrayRef({1, 2, 3}));
-  comm->Barrier(timeout);
-#endif
-}
-
-TEST(GpuLossScalerTest, FusedUnscaleAndUpdateMatchTheCpuPath) {
-  SKIP_WITHOUT_GPU();
-  worker::LossScalerOptions options{65536.0, 2.0, 0.5, 3};
-  worker::LossScaler gpu(options, kCuda);
-  worker::LossScaler cpu(options, c10::Device(c10::kCPU));
-  const char* inject[] = {"-", "-", "-", "inf", "nan", "-", "-", "-", "-", "inf", "-"};
-  for (const char* kind : inject) {
-    std::vector<at::Tensor> cpu_grads = {
-        at::randn({1000}) * cpu.scale(),
-        at::randn({7, 9}).to(at::kHalf).to(at::kFloat) * cpu.scale()};
-    if (std::string(kind) == "inf") cpu_grads[1][3][4] = std::numeric_limits<float>::infinity();
-    if (std::string(kind) == "nan") cpu_grads[0][17] = std::numeric_limits<float>::quiet_NaN();
-    std::vector<at::Tensor> gpu_grads;
-    for (const auto& g : cpu_grads) gpu_grads.push_back(g.to(kCuda));
-    at::Tensor cpu_found = cpu.UnscaleAndCheck(cpu_grads);
-    at::Tensor gpu_found = gpu.UnscaleAndCheck(gpu_grads);
-    EXPECT_EQ(cpu_found.item<float>(), gpu_found.item<float>()) << kind;
-    for (size_t i = 0; i < cpu_grads.size(); ++i) {
-      EXPECT_TRUE(
-          at::equal(cpu_grads[i].nan_to_num(0, 1, -1), gpu_grads[i].cpu().nan_to_num(0, 1, -1)));
-    }
-    cpu.Update(cpu_found);
-    gpu.Update(gpu_found);
-    EXPECT_EQ(cpu.scale(), gpu.scale()) << kind;
-    EXPECT_EQ(cpu.growth_tracker(), gpu.growth_tracker()) << kind;
-  }
-}
 
 struct MlpImpl : torch::nn::Module {
   MlpImpl()
@@ -134,7 +44,7 @@ Options Fp16Options() {
 }
 
 TEST(GpuAcceleratorTest, Fp16OverflowSkipsTheStepAndHalvesTheScale) {
-  SKIP_WITHOUT_GPU();
+  ACCEL_SKIP_WITHOUT_GPU();
   Accelerator acc(Fp16Options());
   ASSERT_TRUE(acc.device().is_cuda());
   ASSERT_EQ(acc.mixed_precision(), MixedPrecision::kFp16);
@@ -156,7 +66,7 @@ TEST(GpuAcceleratorTest, Fp16OverflowSkipsTheStepAndHalvesTheScale) {
 }
 
 TEST(GpuAcceleratorTest, Fp16MlpTrainsAndTheLossFalls) {
-  SKIP_WITHOUT_GPU();
+  ACCEL_SKIP_WITHOUT_GPU();
   Accelerator acc(Fp16Options());
   Mlp model = acc.prepare(Mlp());
   torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
@@ -186,6 +96,57 @@ TEST(GpuAcceleratorTest, Fp16MlpTrainsAndTheLossFalls) {
               static_cast<long long>(acc.step_count()));
   EXPECT_LT(last, 0.5 * first);
   EXPECT_LT(acc.skipped_steps(), acc.step_count() / 4);
+}
+
+// Trains with a scale high enough that fp16 gradients overflow by themselves at first, a short
+// growth interval so the scale grows back (and overflows again), and three injected infs; writes
+// one line per step ("step injected stepped scale_after") to
+// $ACCEL_GPU_RECORD_DIR/scaler_sequence.tsv for the GradScaler replay.
+TEST(GpuAcceleratorTest, Fp16ScalerSequenceIsRecorded) {
+  const char* dir = std::getenv("ACCEL_GPU_RECORD_DIR");
+  ASSERT_NE(dir, nullptr) << "ACCEL_GPU_RECORD_DIR is not set (run this through ctest)";
+  const std::filesystem::path path = std::filesystem::path(dir) / "scaler_sequence.tsv";
+  std::filesystem::create_directories(dir);
+  std::filesystem::remove(path);  // a stale record must never be replayed
+  ACCEL_SKIP_WITHOUT_GPU();
+  Options options = Fp16Options();
+  options.init_scale = 16777216.0;  // 2^24: the first fp16 backward passes overflow
+  options.growth_interval = 8;
+  Accelerator acc(options);
+  Mlp model = acc.prepare(Mlp());
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.05));
+  at::Tensor x = at::randn({4096, 64}, kCuda);
+  at::Tensor y = x.narrow(1, 0, 10).argmax(1);
+  const std::set<int> injected = {40, 41, 77};
+  std::ofstream out(path);
+  out << "# init_scale=" << options.init_scale << " growth_factor=" << options.growth_factor
+      << " backoff_factor=" << options.backoff_factor
+      << " growth_interval=" << options.growth_interval << "\n";
+  int natural_skips = 0, growths = 0;
+  double scale = acc.loss_scale();
+  for (int step = 1; step <= 120; ++step) {
+    at::Tensor xb = x.narrow(0, (step % 32) * 128, 128), yb = y.narrow(0, (step % 32) * 128, 128);
+    auto sync = acc.accumulate(model);
+    auto loss = acc.autocast([&] { return at::cross_entropy_loss(model->forward(xb), yb); });
+    acc.backward(loss);
+    const bool inject = injected.count(step) > 0;
+    if (inject) model->fc1->weight.mutable_grad()[1][2] = std::numeric_limits<float>::infinity();
+    const bool stepped = acc.step(opt);
+    const double after = acc.loss_scale();
+    EXPECT_FALSE(inject && stepped) << "step " << step << ": an injected inf was stepped";
+    natural_skips += !stepped && !inject;
+    growths += after > scale;
+    scale = after;
+    char line[128];
+    std::snprintf(line, sizeof(line), "%d\t%d\t%d\t%.9g\n", step, inject ? 1 : 0, stepped ? 1 : 0,
+                  after);
+    out << line;
+  }
+  out.close();
+  std::printf("recorded %s: %d natural overflows, %d injected, %d growths, final scale %.0f\n",
+              path.c_str(), natural_skips, static_cast<int>(injected.size()), growths, scale);
+  EXPECT_GE(natural_skips, 1) << "a scale of 2^24 should overflow fp16 gradients";
+  EXPECT_GE(growths, 2) << "the scale should grow every 8 clean steps";
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// PickFreePort with real sockets: the port it returns can be bound at once.
+// PickFreePort and CheckPortFree with real sockets.
 #include "common/net.h"
 
 #include <arpa/inet.h>
@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include "common/unique_fd.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace accel {
@@ -42,6 +43,40 @@ TEST(PickFreePortTest, AnAddressOfAnotherMachineIsAClearError) {
   ASSERT_FALSE(port.ok());
   EXPECT_EQ(port.status().message(),
             "pick free port: bind 192.0.2.1:0: Cannot assign requested address");
+}
+
+TEST(LocalAddressForTest, FindsThisMachinesAddressesByAddressOrName) {
+  EXPECT_EQ(*LocalAddressFor("127.0.0.1"), "127.0.0.1");
+  EXPECT_EQ(*LocalAddressFor("127.0.0.2"), "127.0.0.2");  // all of 127/8 is this machine's
+  absl::StatusOr<std::string> named = LocalAddressFor("localhost");
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_TRUE(*named == "127.0.0.1" || *named == "::1") << *named;
+}
+
+TEST(LocalAddressForTest, AnotherMachinesAddressOrAnUnknownNameIsNotFound) {
+  absl::StatusOr<std::string> other = LocalAddressFor("192.0.2.1");
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(other.status().message(), "192.0.2.1 (192.0.2.1) is not an address of this machine");
+  absl::StatusOr<std::string> unknown = LocalAddressFor("no-such-host.invalid");
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(unknown.status().message()),
+              ::testing::StartsWith("resolve no-such-host.invalid: "));
+}
+
+TEST(CheckPortFreeTest, AFreePortIsFreeAndAListenedPortIsInUse) {
+  absl::StatusOr<int> port = PickFreePort("127.0.0.1");
+  ASSERT_TRUE(port.ok()) << port.status();
+  EXPECT_TRUE(CheckPortFree("127.0.0.1", *port).ok());
+  UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(*port));
+  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(listener.get(), 1), 0);
+  const absl::Status status = CheckPortFree("127.0.0.1", *port);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(status.message(), "port " + std::to_string(*port) + " on 127.0.0.1 is in use");
 }
 
 }  // namespace

@@ -7,8 +7,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <random>
 #include <regex>
 #include <string>
 #include <thread>
@@ -117,6 +121,84 @@ TEST(Train, ResumeAfterKillMatchesAnUninterruptedRun) {
             JsonNumber(whole.output, "param_checksum"))
       << resumed.output << "\n"
       << whole.output;
+  std::filesystem::remove_all(dir);
+}
+
+// A crash between save_state's two renames leaves only "<dir>.old": --resume must take it (not
+// start over), and the next save must keep it until the new checkpoint is complete.
+TEST(Train, ResumeTakesTheOldCheckpointWhenACrashLeftOnlyThat) {
+  const std::string dir = TempDir("old_only");
+  const std::string args = std::string(kSmall) + " --save-every 20 --checkpoint-dir ";
+  Outcome whole = RunProgram(kTrain, args + dir + "/whole --steps 60");
+  ASSERT_EQ(whole.exit_code, kExitOk) << whole.output;
+  const std::string ckpt = dir + "/ckpt";
+  Outcome first = RunProgram(kTrain, args + ckpt + " --steps 40");
+  ASSERT_EQ(first.exit_code, kExitOk) << first.output;
+  std::filesystem::rename(ckpt, ckpt + ".old");  // what a crash between the renames leaves
+
+  Outcome resumed = RunProgram(kTrain, args + ckpt + " --steps 60 --resume");
+  ASSERT_EQ(resumed.exit_code, kExitOk) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from " + ckpt + " at step 40"), std::string::npos)
+      << resumed.output;
+  EXPECT_EQ(JsonNumber(resumed.output, "param_checksum"),
+            JsonNumber(whole.output, "param_checksum"))
+      << resumed.output << "\n"
+      << whole.output;
+  EXPECT_TRUE(std::filesystem::exists(ckpt + "/accelerator.pt"));
+  EXPECT_FALSE(std::filesystem::exists(ckpt + ".old"));
+  EXPECT_FALSE(std::filesystem::exists(ckpt + ".tmp"));
+  std::filesystem::remove_all(dir);
+}
+
+// kill -9 at a random moment while train.bin saves a checkpoint after every step: the last good
+// state survives (in "<dir>" or "<dir>.old") and the resumed run ends exactly where an
+// uninterrupted one does. ACCEL_CHECKPOINT_TRIALS trials (default 3; 20 by hand).
+TEST(Train, KillDuringCheckpointingResumesFromTheLastGoodState) {
+  const char* env_trials = std::getenv("ACCEL_CHECKPOINT_TRIALS");
+  const int trials = env_trials != nullptr ? std::atoi(env_trials) : 3;
+  const std::string dir = TempDir("kill_ckpt");
+  const std::string args = std::string(kSmall) + " --steps 60 --save-every 1 --checkpoint-dir ";
+  Outcome whole = RunProgram(kTrain, args + dir + "/whole");
+  ASSERT_EQ(whole.exit_code, kExitOk) << whole.output;
+  std::mt19937 random(static_cast<unsigned>(::getpid()));
+  int resumed_trials = 0;
+  std::map<std::string, int> states;  // what each kill left on disk
+  for (int trial = 0; trial < trials; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const std::string ckpt = dir + "/trial_" + std::to_string(trial);
+    const int delay_ms = static_cast<int>(random() % 400);
+    Outcome killed = RunProgram(kTrain, args + ckpt, [&](pid_t pid) {
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (!std::filesystem::exists(ckpt) && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+      ::kill(pid, SIGKILL);
+    });
+    if (killed.exit_code == kExitOk) continue;  // it finished first: nothing to resume
+    ASSERT_EQ(killed.exit_code, ExitCodeForSignal(SIGKILL)) << killed.output;
+    EXPECT_TRUE(std::filesystem::exists(ckpt + "/accelerator.pt") ||
+                std::filesystem::exists(ckpt + ".old/accelerator.pt"))
+        << "killed " << delay_ms << " ms after the first checkpoint: no checkpoint is left";
+    // Where the kill landed, by what it left: "dir", "dir+old", "old" (between the renames),
+    // each "+tmp" when a save was in progress.
+    std::string left = std::filesystem::exists(ckpt) ? "dir" : "";
+    if (std::filesystem::exists(ckpt + ".old")) left += left.empty() ? "old" : "+old";
+    if (std::filesystem::exists(ckpt + ".tmp")) left += "+tmp";
+    ++states[left];
+    Outcome resumed = RunProgram(kTrain, args + ckpt + " --resume");
+    ASSERT_EQ(resumed.exit_code, kExitOk) << resumed.output;
+    EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
+    EXPECT_EQ(JsonNumber(resumed.output, "param_checksum"),
+              JsonNumber(whole.output, "param_checksum"))
+        << "killed " << delay_ms << " ms after the first checkpoint\n"
+        << resumed.output;
+    ++resumed_trials;
+  }
+  std::printf("%d of %d trials killed mid-run and resumed; left on disk:", resumed_trials, trials);
+  for (const auto& [left, count] : states) std::printf(" %s %d", left.c_str(), count);
+  std::printf("\n");
+  EXPECT_GT(resumed_trials, 0) << "every run finished before it was killed";
   std::filesystem::remove_all(dir);
 }
 

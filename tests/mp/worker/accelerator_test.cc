@@ -53,11 +53,15 @@ class WorkerMpTest : public ::testing::Test {
     std::vector<pid_t> pids;
     std::vector<std::string> logs;
     for (int r = 0; r < world; ++r) {
+      // ranks_per_machine_ > 0: consecutive ranks play machines (GROUP_RANK), as the launcher
+      // numbers them, so the shared-memory communicator goes hierarchical.
+      const int per_machine = ranks_per_machine_ > 0 ? ranks_per_machine_ : world;
       std::map<std::string, std::string> env = {
           {"RANK", std::to_string(r)},
-          {"LOCAL_RANK", std::to_string(r)},
+          {"LOCAL_RANK", std::to_string(r % per_machine)},
           {"WORLD_SIZE", std::to_string(world)},
-          {"LOCAL_WORLD_SIZE", std::to_string(world)},
+          {"LOCAL_WORLD_SIZE", std::to_string(per_machine)},
+          {"GROUP_RANK", std::to_string(r / per_machine)},
           {"MASTER_ADDR", "127.0.0.1"},
           {"ACCEL_STORE_ENDPOINT", "file://" + dir_ + "/store"},
           {"TORCHELASTIC_RUN_ID", run_id},
@@ -162,57 +166,111 @@ class WorkerMpTest : public ::testing::Test {
     return std::sqrt(num / den);
   }
 
-  // The reference: one process, batch 16, no accumulation.
-  std::vector<float> Reference() {
-    auto results = RunRanks(1, {"train", dir_, "ref", "16"},
-                            {{"ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "1"}});
+  // The reference: one process, batch 16, no accumulation (with `env`, e.g. the precision).
+  std::vector<float> Reference(std::map<std::string, std::string> env = {}) {
+    env["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] = "1";
+    const int per_machine = ranks_per_machine_;
+    ranks_per_machine_ = 0;
+    auto results = RunRanks(1, {"train", dir_, "ref", "16"}, env);
+    ranks_per_machine_ = per_machine;
     ExpectAllSucceeded(results);
     return ReadParams("ref");
   }
 
-  void ExpectEquivalent(int world, int accumulation, int micro) {
-    const std::vector<float> ref = Reference();
+  // `backend`: the communicator rank 0 must report ("shm" by default: the ranks share this
+  // machine). `extra_env` goes to every rank.
+  void ExpectEquivalent(int world, int accumulation, int micro, const std::string& backend = "shm",
+                        std::map<std::string, std::string> extra_env = {},
+                        double tolerance = 1e-5) {
+    const std::vector<float> ref = Reference(extra_env);
     ASSERT_FALSE(ref.empty());
     const std::string tag = "w" + std::to_string(world) + "a" + std::to_string(accumulation);
+    extra_env["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] = std::to_string(accumulation);
+    extra_env["ACCEL_PROGRESS_FILE"] = dir_ + "/progress" + tag;
     const auto start = Clock::now();
-    auto results =
-        RunRanks(world, {"train", dir_, tag, std::to_string(micro)},
-                 {{"ACCELERATE_GRADIENT_ACCUMULATION_STEPS", std::to_string(accumulation)},
-                  {"ACCEL_PROGRESS_FILE", dir_ + "/progress" + tag}});
+    auto results = RunRanks(world, {"train", dir_, tag, std::to_string(micro)}, extra_env);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     ExpectAllSucceeded(results);
-    EXPECT_NE(results[0].output.find("backend gloo"), std::string::npos) << results[0].output;
+    EXPECT_NE(results[0].output.find("backend " + backend + "\n"), std::string::npos)
+        << results[0].output;
     const std::vector<float> got = ReadParams(tag);
     ASSERT_EQ(got.size(), ref.size());
     const double rel = RelDiff(got, ref);
     std::printf(
-        "world %d x accumulation %d x micro-batch %d vs world 1 x batch 16: rel diff %.3g, "
+        "world %d x accumulation %d x micro-batch %d (%s) vs world 1 x batch 16: rel diff %.3g, "
         "%.1f s for 20 steps\n",
-        world, accumulation, micro, rel, seconds);
-    EXPECT_LT(rel, 1e-5);
+        world, accumulation, micro, backend.c_str(), rel, seconds);
+    EXPECT_LT(rel, tolerance);
     // 4 ranks on 2 cores must not stall (no busy-polling collectives).
     EXPECT_LT(seconds, 90.0);
   }
 
   std::string dir_;
+  int ranks_per_machine_ = 0;  // 0: every rank on one machine
   static inline const std::string kRankBinary = ACCEL_WORKER_MP_RANK;
 };
 
+// Asserts that every rank succeeded and rank 0 reported `backend`.
+void ExpectBackend(const std::vector<RankResult>& results, const std::string& backend) {
+  ASSERT_FALSE(results.empty());
+  EXPECT_NE(results[0].output.find("backend " + backend + "\n"), std::string::npos)
+      << results[0].output;
+}
+
 TEST_F(WorkerMpTest, CollectivesExactWorld2) {
-  ExpectAllSucceeded(RunRanks(2, {"collectives", dir_}));
+  auto results = RunRanks(2, {"collectives", dir_});
+  ExpectAllSucceeded(results);
+  ExpectBackend(results, "shm");  // ranks of one machine: shared memory by default
+}
+
+TEST_F(WorkerMpTest, CollectivesExactWorld2Gloo) {
+  auto results = RunRanks(2, {"collectives", dir_}, {{"ACCEL_SHM", "off"}});
+  ExpectAllSucceeded(results);
+  ExpectBackend(results, "gloo");
 }
 
 TEST_F(WorkerMpTest, CollectivesExactWorld4) {
   const auto start = Clock::now();
-  ExpectAllSucceeded(RunRanks(4, {"collectives", dir_}));
+  auto results = RunRanks(4, {"collectives", dir_});
+  ExpectAllSucceeded(results);
+  ExpectBackend(results, "shm");
+  // 4 ranks on 2 cores: the shared-memory waits sleep instead of spinning.
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 60.0);
+}
+
+// Two "machines" (GROUP_RANK 0 and 1) of two ranks: shared memory inside each, Gloo between the
+// two leaders, broadcast back through shared memory.
+TEST_F(WorkerMpTest, CollectivesExactHierarchical2x2) {
+  ranks_per_machine_ = 2;
+  auto results = RunRanks(4, {"collectives", dir_});
+  ExpectAllSucceeded(results);
+  ExpectBackend(results, "shm+gloo");
 }
 
 TEST_F(WorkerMpTest, EquivalenceWorld2Accum2Micro4) { ExpectEquivalent(2, 2, 4); }
 
+TEST_F(WorkerMpTest, EquivalenceWorld2Accum2Micro4Gloo) {
+  ExpectEquivalent(2, 2, 4, "gloo", {{"ACCEL_SHM", "off"}});
+}
+
+// bf16 autocast on CPU: the ranks' gradients differ from one process's by bf16 rounding (each
+// matmul sees half the batch), so the match is to bf16 precision, not fp32's.
+TEST_F(WorkerMpTest, EquivalenceWorld2Bf16) {
+  ExpectEquivalent(2, 1, 8, "shm", {{"ACCELERATE_MIXED_PRECISION", "bf16"}}, 5e-3);
+}
+
+TEST_F(WorkerMpTest, EquivalenceWorld4Hierarchical2x2Accum2Micro2) {
+  ranks_per_machine_ = 2;
+  ExpectEquivalent(4, 2, 2, "shm+gloo");
+}
+
 TEST_F(WorkerMpTest, EquivalenceWorld4Accum1Micro4) { ExpectEquivalent(4, 1, 4); }
 
-TEST_F(WorkerMpTest, EquivalenceWorld4Accum2Micro2) { ExpectEquivalent(4, 2, 2); }
+// Overlap forced on (auto turns it off here: 4 processes x 1 thread >= 2 cores), so the
+// communication thread runs real collectives while backward continues.
+TEST_F(WorkerMpTest, EquivalenceWorld4Accum2Micro2) {
+  ExpectEquivalent(4, 2, 2, "shm", {{"ACCEL_OVERLAP", "on"}});
+}
 
 TEST_F(WorkerMpTest, InfOnOneRankSkipsTheStepEverywhere) {
   ExpectAllSucceeded(RunRanks(2, {"infskip", dir_}));
@@ -221,6 +279,8 @@ TEST_F(WorkerMpTest, InfOnOneRankSkipsTheStepEverywhere) {
 TEST_F(WorkerMpTest, InfOnOneRankSkipsTheStepEverywhereWorld4) {
   ExpectAllSucceeded(RunRanks(4, {"infskip", dir_}));
 }
+
+TEST_F(WorkerMpTest, UnusedParametersWorld2) { ExpectAllSucceeded(RunRanks(2, {"unused", dir_})); }
 
 TEST_F(WorkerMpTest, SaveKillLoadResumesBitIdentical) {
   const std::string ckpt = dir_ + "/ckpt";
@@ -238,14 +298,35 @@ TEST_F(WorkerMpTest, SaveKillLoadResumesBitIdentical) {
       << "resumed parameters differ (rel " << RelDiff(loaded, full) << ")";
 }
 
+// Shared memory: the exited rank is noticed through its pidfd and named by every survivor.
 TEST_F(WorkerMpTest, DeadlinePeerExitIsNoticedFast) {
   auto results = RunRanks(3, {"deadline", dir_, "exit"});
+  ExpectAllSucceeded(results);
+  for (int r : {0, 1}) {
+    EXPECT_NE(results[r].output.find("(global rank 2, pid "), std::string::npos)
+        << results[r].output;
+    EXPECT_NE(results[r].output.find(") exited"), std::string::npos) << results[r].output;
+  }
+  std::printf("%s", results[0].output.c_str());
+}
+
+TEST_F(WorkerMpTest, DeadlinePeerExitIsNoticedFastGloo) {
+  auto results = RunRanks(3, {"deadline", dir_, "exit"}, {{"ACCEL_SHM", "off"}});
   ExpectAllSucceeded(results);
   std::printf("%s", results[0].output.c_str());
 }
 
 TEST_F(WorkerMpTest, DeadlineFrozenPeerHitsTheCollectiveDeadline) {
   auto results = RunRanks(2, {"deadline", dir_, "freeze"});
+  ExpectAllSucceeded(results);
+  EXPECT_NE(results[0].output.find("(global rank 1, pid "), std::string::npos) << results[0].output;
+  EXPECT_NE(results[0].output.find("did not arrive within"), std::string::npos)
+      << results[0].output;
+  std::printf("%s", results[0].output.c_str());
+}
+
+TEST_F(WorkerMpTest, DeadlineFrozenPeerHitsTheCollectiveDeadlineGloo) {
+  auto results = RunRanks(2, {"deadline", dir_, "freeze"}, {{"ACCEL_SHM", "off"}});
   ExpectAllSucceeded(results);
   EXPECT_NE(results[0].output.find("I/O error or timeout"), std::string::npos) << results[0].output;
   std::printf("%s", results[0].output.c_str());

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two machines × one CPU process each, as two `ip netns` namespaces joined by a veth pair, one
 # accel-launch per namespace: train.bin's DDP (real Gloo over 10.x addresses that exist only
-# inside the namespaces) must give the same parameters as one process with twice the batch.
+# inside the namespaces) must give the same parameters as one process with twice the batch, also
+# after saving and resuming checkpoints in one shared directory and in a directory per machine.
 # Needs root (exit 77 = skipped, with the reason). Creates and removes its namespaces.
 # Usage: train_test.sh <accel-launch> <train.bin>
 set -euo pipefail
@@ -33,32 +34,78 @@ for ns in "$ns0" "$ns1"; do ip -n "$ns" link set lo up; done
 ip -n "$ns0" link set "vtr$$a" up
 ip -n "$ns1" link set "vtr$$b" up
 
-sizes=(--input-dim 32 --hidden 64 --layers 3 --classes 4 --samples 512 --lr 0.01 --steps 20
-       --optimizer sgd)
+sizes=(--input-dim 32 --hidden 64 --layers 3 --classes 4 --samples 512 --lr 0.01 --optimizer sgd)
 common=(--use_cpu --num_machines 2 --num_processes 2 --main_process_ip "$addr0"
         --main_process_port 29555 --rdzv_timeout 60 --run_id netns-train)
 echo "secret-$$" > "$work/token"
-for m in 0 1; do
-  ns_var=ns$m
-  timeout -s KILL 120 ip netns exec "${!ns_var}" "$launcher" "${common[@]}" --machine_rank $m \
-    --rdzv_token_file "$work/token" "$train" "${sizes[@]}" --batch-size 4 >"$work/m$m.log" 2>&1 &
-  eval "pid$m=\$!"
-done
-rc0=0 rc1=0
-wait "$pid0" || rc0=$?
-wait "$pid1" || rc1=$?
-single=$(timeout -s KILL 60 "$train" "${sizes[@]}" --batch-size 8 | tail -n 1)
+chmod 600 "$work/token"
 
+# run_pair NAME "ARGS FOR MACHINE 0" "ARGS FOR MACHINE 1": both machines' train.bin, batch 4 each;
+# logs in $work/NAME.m0.log and $work/NAME.m1.log; fails the test unless both exit 0.
+run_pair() {
+  local name=$1 m rc0=0 rc1=0
+  local -a extra0 extra1
+  read -r -a extra0 <<<"$2"
+  read -r -a extra1 <<<"$3"
+  timeout -s KILL 120 ip netns exec "$ns0" "$launcher" "${common[@]}" --machine_rank 0 \
+    --rdzv_token_file "$work/token" "$train" "${sizes[@]}" --batch-size 4 "${extra0[@]}" \
+    >"$work/$name.m0.log" 2>&1 &
+  local pid0=$!
+  timeout -s KILL 120 ip netns exec "$ns1" "$launcher" "${common[@]}" --machine_rank 1 \
+    --rdzv_token_file "$work/token" "$train" "${sizes[@]}" --batch-size 4 "${extra1[@]}" \
+    >"$work/$name.m1.log" 2>&1 &
+  local pid1=$!
+  wait "$pid0" || rc0=$?
+  wait "$pid1" || rc1=$?
+  echo "$name: machine 0 exit $rc0, machine 1 exit $rc1"
+  if [[ $rc0 -ne 0 || $rc1 -ne 0 ]]; then
+    for m in 0 1; do echo "--- $name machine $m"; cat "$work/$name.m$m.log"; done
+    exit 1
+  fi
+}
 checksum() { grep -o '"param_checksum": [-0-9.e+]*' | tail -n 1 | awk '{print $2}'; }
-two=$(checksum <"$work/m0.log" || true)
-one=$(checksum <<<"$single")
-echo "machine 0 exit $rc0, machine 1 exit $rc1; checksum two machines: $two, one process: $one"
-if [[ $rc0 -ne 0 || $rc1 -ne 0 || -z $two ]]; then
-  echo "--- machine 0"; cat "$work/m0.log"; echo "--- machine 1"; cat "$work/m1.log"
-  exit 1
-fi
-grep -q '"world": 2' "$work/m0.log" || { echo "machine 0 did not train a world of 2"; exit 1; }
-awk -v a="$two" -v b="$one" 'BEGIN { d = a - b; if (d < 0) d = -d; s = b < 0 ? -b : b;
-  if (d > 1e-5 * s) { print "checksums differ by " d; exit 1 } }'
+# same_checksum LOG STEPS: machine 0's checksum equals one process with twice the batch.
+same_checksum() {
+  local two one
+  two=$(checksum <"$1" || true)
+  one=$(timeout -s KILL 60 "$train" "${sizes[@]}" --batch-size 8 --steps "$2" | tail -n 1 | checksum)
+  echo "checksum two machines: $two, one process: $one ($1)"
+  [[ -n $two ]] || { echo "no checksum in $1"; cat "$1"; exit 1; }
+  awk -v a="$two" -v b="$one" 'BEGIN { d = a - b; if (d < 0) d = -d; s = b < 0 ? -b : b;
+    if (d > 1e-5 * s) { print "checksums differ by " d; exit 1 } }'
+}
+
+run_pair plain "--steps 20" "--steps 20"
+grep -q '"world": 2' "$work/plain.m0.log" || { echo "machine 0 did not train a world of 2"; exit 1; }
+same_checksum "$work/plain.m0.log" 20
+
+# Checkpoints in one directory both machines share (the namespaces share the filesystem): one
+# writer for the shared files, a rank file each; then resume from it.
+shared="--steps 20 --save-every 5 --checkpoint-dir $work/shared"
+run_pair shared "$shared" "$shared"
+for f in model_0.pt optimizer_0.pt accelerator.pt rng_0.pt rng_1.pt; do
+  [[ -f $work/shared/$f ]] || { echo "shared checkpoint lacks $f"; ls -la "$work"; exit 1; }
+done
+[[ ! -e $work/shared.tmp && ! -e $work/shared.old ]] || { echo "shared: .tmp/.old left"; exit 1; }
+resume="--steps 30 --resume --checkpoint-dir $work/shared"
+run_pair shared_resume "$resume" "$resume"
+grep -q "resumed from $work/shared at step 20" "$work/shared_resume.m0.log" ||
+  { echo "did not resume from the shared checkpoint"; cat "$work/shared_resume.m0.log"; exit 1; }
+same_checksum "$work/shared_resume.m0.log" 30
+
+# A directory per machine: each holds the shared files and its own ranks' files.
+run_pair own "--steps 20 --save-every 5 --checkpoint-dir $work/own0" \
+  "--steps 20 --save-every 5 --checkpoint-dir $work/own1"
+for m in 0 1; do
+  for f in model_0.pt accelerator.pt "rng_$m.pt"; do
+    [[ -f $work/own$m/$f ]] || { echo "machine $m's checkpoint lacks $f"; exit 1; }
+  done
+done
+run_pair own_resume "--steps 30 --resume --checkpoint-dir $work/own0" \
+  "--steps 30 --resume --checkpoint-dir $work/own1"
+grep -q "resumed from $work/own0 at step 20" "$work/own_resume.m0.log" ||
+  { echo "did not resume from machine 0's checkpoint"; cat "$work/own_resume.m0.log"; exit 1; }
+same_checksum "$work/own_resume.m0.log" 30
+
 [[ -z $(ip netns pids "$ns0") && -z $(ip netns pids "$ns1") ]] || { echo "processes left behind"; exit 1; }
 echo "PASS"

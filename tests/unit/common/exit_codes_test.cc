@@ -13,13 +13,12 @@ TEST(ExitCodesTest, SignalsAreOneHundredTwentyEightPlusN) {
   EXPECT_EQ(ExitCodeForSignal(SIGKILL), 137);
 }
 
-TEST(ExitCodesTest, AWorkersOwnCodeIsPassedOnOnlyBelow128) {
-  EXPECT_EQ(ExitCodeForWorker(5, 0), 5);
-  EXPECT_EQ(ExitCodeForWorker(127, 0), 127);
-  EXPECT_EQ(ExitCodeForWorker(128, 0), kExitWorkerFailed);
-  EXPECT_EQ(ExitCodeForWorker(0, SIGKILL), kExitWorkerFailed);
-  EXPECT_EQ(ExitCodeForWorker(0, 0), kExitWorkerFailed);  // reported as failed yet exited 0
-  EXPECT_EQ(ExitCodeForWorker(-1, 0), kExitWorkerFailed);
+TEST(ExitCodesTest, TheLaunchersOwnCodesAreDistinct) {
+  const int codes[] = {kExitOk, kExitWorkerFailed, kExitUsage, kExitRendezvous};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(codes[i], i);
+  }
+  EXPECT_GT(ExitCodeForSignal(1), kExitExecFailed);
 }
 
 TEST(ExitCodesTest, WaitStatusBecomesTheShellsCode) {

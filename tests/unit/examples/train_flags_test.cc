@@ -51,6 +51,20 @@ TEST(TrainFlags, WarmupMustLeaveTimedSteps) {
   EXPECT_TRUE(ParseTrainFlags({"--steps", "21", "--warmup", "20"}, &error)) << error;
 }
 
+TEST(TrainFlags, DeviceDataAndLogEvery) {
+  std::string error;
+  auto defaults = ParseTrainFlags({}, &error);
+  ASSERT_TRUE(defaults) << error;
+  EXPECT_FALSE(defaults->device_data);
+  EXPECT_EQ(defaults->log_every, 1);
+  auto flags = ParseTrainFlags({"--device-data", "--log-every", "0"}, &error);
+  ASSERT_TRUE(flags) << error;
+  EXPECT_TRUE(flags->device_data);
+  EXPECT_EQ(flags->log_every, 0);
+  EXPECT_FALSE(ParseTrainFlags({"--log-every", "-2"}, &error));
+  EXPECT_EQ(error, "train.bin: --log-every must not be negative\n");
+}
+
 TEST(TrainFlags, ResumeNeedsACheckpointDir) {
   std::string error;
   EXPECT_FALSE(ParseTrainFlags({"--resume"}, &error));

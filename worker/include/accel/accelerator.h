@@ -78,20 +78,26 @@ class Accelerator;
 
 // Returned by Accelerator::accumulate, which starts a micro-step. The micro-step is a sync step
 // (gradients all-reduced during backward, optimizer stepped by step()) iff it is the N-th
-// micro-step since the last sync, or the last batch of the loader's epoch. It stays the current
-// micro-step until the next accumulate(), whether or not the guard still lives.
+// micro-step since the last sync, or the last batch of the loader's epoch. It lasts as long as
+// its guard (or until the next accumulate()): once the guard is gone, backward() syncs and
+// step() steps again, as outside accumulate().
 class [[nodiscard]] AccumulateGuard {
  public:
-  AccumulateGuard(AccumulateGuard&& other) noexcept = default;
+  AccumulateGuard(AccumulateGuard&& other) noexcept
+      : acc_(other.acc_), id_(other.id_), sync_(other.sync_) {
+    other.acc_ = nullptr;
+  }
   AccumulateGuard& operator=(AccumulateGuard&&) = delete;
   AccumulateGuard(const AccumulateGuard&) = delete;
-  ~AccumulateGuard() = default;
+  ~AccumulateGuard();
   // True when this micro-step communicates and steps.
   bool sync_gradients() const { return sync_; }
 
  private:
   friend class Accelerator;
-  explicit AccumulateGuard(bool sync) : sync_(sync) {}
+  AccumulateGuard(Accelerator* acc, std::int64_t id, bool sync) : acc_(acc), id_(id), sync_(sync) {}
+  Accelerator* acc_;  // null once moved from
+  std::int64_t id_;   // which micro-step
   bool sync_;
 };
 
@@ -128,7 +134,7 @@ class Accelerator {
   // shared_ptr to a module; returns the same module. Collective. Throws when the module was
   // already prepared. A parameter that gets no gradient on a sync step (unused by this rank's
   // forward) contributes zeros to the average, and backward() still leaves it the averaged
-  // (defined) gradient.
+  // (defined) gradient when another rank used it; when no rank did, it has none.
   template <typename M, typename = std::enable_if_t<internal::IsModule<M>::value>>
   M prepare(M module) {
     PrepareModule(internal::IsModule<M>::Ptr(module));
@@ -157,8 +163,8 @@ class Accelerator {
     return accumulate();
   }
   AccumulateGuard accumulate();
-  // True when the current micro-step (the last accumulate()'s) is a sync step; true before the
-  // first accumulate().
+  // True when the current micro-step (the last accumulate()'s, while its guard lives) is a sync
+  // step; true outside accumulate().
   bool sync_gradients() const;
 
   // Runs fn() under autocast for mixed_precision() on device() (fp16 on CUDA, bf16 on CUDA or
@@ -169,8 +175,12 @@ class Accelerator {
     return std::forward<Fn>(fn)();
   }
 
-  // Back-propagates loss / N x loss_scale(). On sync steps, DDP buckets all-reduce as their
-  // gradients become ready (overlapping the rest of backward).
+  // Back-propagates loss x loss_scale() / (N x world size): the gradients are summed over ranks
+  // (each prepared module's .grad is a view into a DDP bucket), so they end up averaged. On sync
+  // steps, DDP buckets all-reduce as their gradients become ready (overlapping the rest of
+  // backward). Prepared modules must get their gradients through backward(): a plain
+  // loss.backward() on them throws accel::Error (world > 1). A parameter no rank used since the
+  // last step() has no gradient afterwards (an optimizer skips it, as in a single process).
   void backward(const at::Tensor& loss);
 
   // On sync steps: waits for gradient all-reduce, unscales, clips the global gradient norm of all
@@ -178,11 +188,13 @@ class Accelerator {
   // On other micro-steps does nothing and returns 0.
   double clip_grad_norm(double max_norm);
 
-  // On sync steps: with loss scaling, unscales (unless clip_grad_norm did), agrees with every
-  // rank whether any gradient is inf/NaN (all-reduce MAX), steps `optimizer` or skips, updates
-  // the loss scale; without, steps `optimizer`. Then calls optimizer.zero_grad() (the gradients
-  // of `optimizer`'s parameters: LibTorch 2.x makes them undefined, 1.13 fills them with zeros)
-  // and bumps the step counter (progress file). Returns whether the optimizer stepped. Other
+  // On sync steps: with loss scaling, unscales every gradient of `optimizer` that
+  // clip_grad_norm did not, agrees with every rank whether any gradient is inf/NaN (all-reduce
+  // MAX), steps `optimizer` or skips, updates the loss scale; without, steps `optimizer`. Then
+  // clears the gradients of `optimizer`'s parameters: those of prepared modules (world > 1) are
+  // zeroed in place, one fill per DDP bucket, and stay defined; the others as
+  // optimizer.zero_grad() does (LibTorch 2.x makes them undefined, 1.13 fills them with zeros).
+  // Bumps the step counter (progress file). Returns whether the optimizer stepped. Other
   // micro-steps: returns false and does nothing.
   bool step(torch::optim::Optimizer& optimizer);
 
@@ -204,11 +216,16 @@ class Accelerator {
 
   // --- state --------------------------------------------------------------------------------
   // Saves prepared modules, registered optimizers, the loss scaler, the step counters and every
-  // rank's RNG state under `dir`, written into "<dir>.tmp" then renamed, so a crash never leaves a
-  // half checkpoint. Collective. `dir` must be on a filesystem every local rank sees.
+  // rank's RNG state under `dir`, written into "<dir>.tmp" and then renamed, so a crash at any
+  // point leaves the last complete checkpoint in "<dir>" or "<dir>.old". Collective. `dir` must
+  // be on a filesystem every local rank sees; machines may share it (one process writes the
+  // shared files) or each have their own.
   void save_state(const std::string& dir);
+  // Returns whether every rank finds a checkpoint to resume from under `dir` ("<dir>", or
+  // "<dir>.old" when a crash interrupted a save): load_state's rule. Collective.
+  bool has_state(const std::string& dir);
   // Restores what save_state wrote (same world size, same modules and optimizers, in the same
-  // order). Collective.
+  // order): the newest checkpoint every rank has, from "<dir>" or "<dir>.old". Collective.
   void load_state(const std::string& dir);
 
   // The current loss scale (1.0 without loss scaling), for progress bars.
@@ -231,9 +248,13 @@ class Accelerator {
     int prev_dtype_ = 0;
   };
 
+  friend class AccumulateGuard;
   void PrepareModule(std::shared_ptr<torch::nn::Module> module);
   void PrintLine(const std::string& line);
   void OnBatch(bool last, std::int64_t samples);
+  void EndMicroStep(std::int64_t id);
+  void UnscaleOnce(const std::vector<at::Tensor>& params);
+  void ZeroGrads(torch::optim::Optimizer& optimizer);
 
   std::unique_ptr<internal::AcceleratorState> state_;
 };

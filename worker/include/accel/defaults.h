@@ -11,6 +11,9 @@ namespace accel::defaults {
 
 // Deadline of one collective (all-reduce, broadcast, barrier).
 inline constexpr std::chrono::seconds kCollectiveTimeout{300};
+// How much longer than its deadline DDP waits for a collective whose backend ignores the deadline
+// before aborting the communicator.
+inline constexpr std::chrono::seconds kCollectiveGrace{5};
 // How long forming the process group waits for every rank and the store.
 inline constexpr std::chrono::seconds kConnectTimeout{300};
 

@@ -19,6 +19,13 @@ enum class Backend { kAuto, kGloo, kNccl, kMpi };
 // kAuto: the dynamic loss scaler runs iff fp16 autocast is active (CUDA). kDynamic: always (a
 // test can exercise the scaler in fp32 on CPU). kOff: never.
 enum class LossScaling { kAuto, kDynamic, kOff };
+// DDP communication overlapping backward. kAuto: on for CUDA; on CPU, on unless this machine's
+// processes x compute threads >= its usable cores (common/overlap.h); kOn / kOff force it.
+enum class Overlap { kAuto, kOn, kOff };
+// The shared-memory all-reduce among ranks of one machine (hierarchical across machines). kAuto:
+// for CPU tensors with the gloo backend; kOn: also for CUDA tensors (staged through host memory,
+// NCCL among one leader per machine); kOff: never.
+enum class SharedMemory { kAuto, kOn, kOff };
 
 struct Options {
   // World. -1 = "from the environment, else world of 1".
@@ -47,10 +54,12 @@ struct Options {
   std::chrono::milliseconds connect_timeout = defaults::kConnectTimeout;
 
   // DDP buckets: gradients in reverse registration order, first bucket small so communication
-  // starts early, the rest large. overlap=false waits for the end of backward (for benchmarks).
+  // starts early, the rest large. ACCEL_OVERLAP=auto|on|off.
   std::int64_t first_bucket_bytes = defaults::kFirstBucketBytes;
   std::int64_t bucket_bytes = defaults::kBucketBytes;
-  bool overlap = true;
+  Overlap overlap = Overlap::kAuto;
+  // ACCEL_SHM=auto|on|off.
+  SharedMemory shared_memory = SharedMemory::kAuto;
 
   // Dynamic loss scaler, matching torch.cuda.amp.GradScaler's defaults.
   LossScaling loss_scaling = LossScaling::kAuto;
@@ -77,6 +86,9 @@ const char* ToString(MixedPrecision mp);
 // Parses "auto" | "gloo" | "nccl" | "mpi"; throws accel::Error otherwise.
 Backend ParseBackend(const std::string& text);
 const char* ToString(Backend backend);
+// Parse "auto" | "on" | "off" (also true/false, 1/0); throw accel::Error otherwise.
+Overlap ParseOverlap(const std::string& text);
+SharedMemory ParseSharedMemory(const std::string& text);
 
 }  // namespace accel
 

@@ -7,6 +7,7 @@
 #define ACCEL_WORKER_AMP_AUTOCAST_COMPAT_H_
 
 #include <ATen/autocast_mode.h>
+#include <ATen/core/Tensor.h>
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
 #include <torch/version.h>
@@ -56,6 +57,19 @@ inline void SetAutocastDtype(c10::DeviceType device, c10::ScalarType dtype) {
   } else {
     at::autocast::set_autocast_cpu_dtype(dtype);
   }
+#endif
+}
+
+// Clears one parameter's gradient as Optimizer::zero_grad() does: undefined in LibTorch 2.x
+// (set_to_none), zero-filled in 1.13.
+inline void ZeroGradLikeOptimizer(at::Tensor& param) {
+  at::Tensor& grad = param.mutable_grad();
+  if (!grad.defined()) return;
+#if ACCEL_TORCH_AT_LEAST(2, 0)
+  grad.reset();
+#else
+  grad.detach_();
+  grad.zero_();
 #endif
 }
 

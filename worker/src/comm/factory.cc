@@ -39,9 +39,18 @@ Backend ChooseBackend(Backend requested, const c10::Device& device, bool world_f
   return ParseBackend(std::string(AutoBackend(device.is_cuda(), world_from_mpi)));
 }
 
+bool UseSharedMemory(SharedMemory setting, Backend backend, int world) {
+  if (world <= 1 || setting == SharedMemory::kOff) return false;
+  if (backend == Backend::kGloo) return true;
+  return backend == Backend::kNccl && setting == SharedMemory::kOn;
+}
+
 std::unique_ptr<Communicator> MakeCommunicator(Backend backend, const c10::Device& device,
                                                const GroupSpec& spec, Kv* kv) {
   if (spec.size == 1) return MakeLocalCommunicator();
+  if (kv != nullptr && UseSharedMemory(spec.shared_memory, backend, spec.size)) {
+    return MakeShmCommunicator(*kv, spec, backend, device);
+  }
   switch (backend) {
     case Backend::kGloo:
 #if ACCEL_HAVE_GLOO

@@ -22,7 +22,13 @@ struct GroupSpec {
   int size = 1;
   std::string key_prefix;  // unique per group within the store namespace, e.g. "pg0/"
   std::chrono::milliseconds timeout = defaults::kConnectTimeout;
+  SharedMemory shared_memory = SharedMemory::kAuto;
 };
+
+// True when the group should run over shared memory inside each machine (MakeShmCommunicator):
+// kAuto for the gloo backend (CPU tensors), kOn for gloo and nccl; never for MPI (its own
+// shared memory transport does this) or a world of 1.
+bool UseSharedMemory(SharedMemory setting, Backend backend, int world);
 
 // Returns true when this process was started by an MPI launcher (OMPI_COMM_WORLD_*, PMI_*,
 // PMIX_RANK) so that MPI_Init can form the world.
@@ -39,6 +45,12 @@ Backend ChooseBackend(Backend requested, const c10::Device& device, bool world_f
 // be null for MPI and for a world of 1.
 std::unique_ptr<Communicator> MakeCommunicator(Backend backend, const c10::Device& device,
                                                const GroupSpec& spec, Kv* kv);
+
+// Shared memory among each machine's ranks (machines found through `kv`); with several machines
+// hierarchical, with `inter` (gloo or nccl on `device`) among one leader per machine. Blocks until
+// every rank is connected (deadline spec.timeout).
+std::unique_ptr<Communicator> MakeShmCommunicator(Kv& kv, const GroupSpec& spec, Backend inter,
+                                                  const c10::Device& device);
 
 // World of 1: every collective is the identity (AllGather adds the leading dimension).
 std::unique_ptr<Communicator> MakeLocalCommunicator();

@@ -89,9 +89,11 @@ class GlooCommunicator : public Communicator {
       CheckCpuContiguous("all-reduce", tensor);
       const auto dtype = tensor.scalar_type();
       if (dtype == at::kHalf || dtype == at::kBFloat16) {
-        // Gloo has no bf16 and a slow fp16 reduction: reduce in fp32 and cast back.
+        // Gloo has no bf16 and a slow fp16 reduction: reduce in fp32 (the average too) and cast
+        // back once.
         at::Tensor wide = tensor.to(at::kFloat);
         ReduceTyped<float>(wide, op, timeout);
+        if (op == ReduceOp::kAvg) wide.div_(size_);
         tensor.copy_(wide);
         return;
       }

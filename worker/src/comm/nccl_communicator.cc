@@ -8,6 +8,11 @@
 // polls) until done, an asynchronous NCCL error, or the deadline; on error or deadline the
 // communicator is aborted with ncclCommAbort. Every CUDA and NCCL return code is checked.
 //
+// Abort from another thread (DDP's training thread while the communication thread polls) only
+// raises the flag when a call is running; that call sees the flag on its next poll, calls
+// ncclCommAbort itself and throws, so the communicator is never freed under a thread still using
+// it. With no call running, Abort aborts the communicator at once.
+//
 // Owns the NCCL communicator, its stream and two events (RAII).
 #include <ATen/ATen.h>
 #include <cuda_runtime_api.h>
@@ -25,6 +30,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "accel/error.h"
@@ -82,10 +88,12 @@ ncclRedOp_t NcclOp(ReduceOp op) {
   return ncclSum;
 }
 
-// Waits for a non-blocking communicator to leave ncclInProgress (init, enqueue), up to deadline.
-ncclResult_t WaitInProgress(ncclComm_t comm, ncclResult_t result, Clock::time_point deadline) {
+// Waits for a non-blocking communicator to leave ncclInProgress (init, enqueue), up to deadline
+// or until `*abort` is raised (then returns ncclInProgress too).
+ncclResult_t WaitInProgress(ncclComm_t comm, ncclResult_t result, Clock::time_point deadline,
+                            const std::atomic<bool>* abort = nullptr) {
   while (result == ncclInProgress) {
-    if (Clock::now() >= deadline) return ncclInProgress;
+    if (Clock::now() >= deadline || (abort != nullptr && abort->load())) return ncclInProgress;
     std::this_thread::sleep_for(std::chrono::microseconds(100));
     if (ncclCommGetAsyncError(comm, &result) != ncclSuccess) return ncclInternalError;
   }
@@ -106,7 +114,7 @@ class NcclCommunicator : public Communicator {
   }
 
   ~NcclCommunicator() override {
-    if (!aborted_) ncclCommDestroy(comm_);
+    if (!comm_aborted_) ncclCommDestroy(comm_);
     cudaEventDestroy(done_);
     cudaEventDestroy(ready_);
     cudaStreamDestroy(stream_);
@@ -149,8 +157,10 @@ class NcclCommunicator : public Communicator {
   }
 
   void Abort() override {
-    if (aborted_.exchange(true)) return;
-    ncclCommAbort(comm_);
+    aborted_ = true;
+    // A running call owns comm_: it notices the flag and aborts it itself (see the file comment).
+    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+    if (lock.owns_lock()) AbortLocked();
   }
 
  private:
@@ -167,10 +177,31 @@ class NcclCommunicator : public Communicator {
 #endif
   }
 
+  // Aborts comm_ once; mu_ held.
+  void AbortLocked() {
+    aborted_ = true;
+    if (comm_aborted_) return;
+    comm_aborted_ = true;
+    ncclCommAbort(comm_);
+  }
+
   template <typename Enqueue>
   void Run(const char* op, const at::Tensor& tensor, std::chrono::milliseconds timeout,
            Enqueue&& enqueue) {
     std::lock_guard<std::mutex> lock(mu_);
+    try {
+      RunLocked(op, tensor, timeout, std::forward<Enqueue>(enqueue));
+    } catch (...) {
+      AbortLocked();
+      throw;
+    }
+    // An Abort that raced with the end of this call: honour it now, under the lock.
+    if (aborted_) AbortLocked();
+  }
+
+  template <typename Enqueue>
+  void RunLocked(const char* op, const at::Tensor& tensor, std::chrono::milliseconds timeout,
+                 Enqueue&& enqueue) {
     const auto deadline = Clock::now() + timeout;
     if (aborted_) throw Error(op, Subject(), "communicator was aborted");
     if (!tensor.is_cuda() || tensor.device().index() != device_) {
@@ -181,7 +212,8 @@ class NcclCommunicator : public Communicator {
     const cudaStream_t caller = CallerStream();
     CheckCuda(cudaEventRecord(ready_, caller), op, Subject());
     CheckCuda(cudaStreamWaitEvent(stream_, ready_, 0), op, Subject());
-    ncclResult_t result = WaitInProgress(comm_, enqueue(), deadline);
+    ncclResult_t result = WaitInProgress(comm_, enqueue(), deadline, &aborted_);
+    if (aborted_) throw Error(op, Subject(), "communicator was aborted");
     if (result != ncclSuccess) Fail(op, result, "enqueue");
     CheckCuda(cudaEventRecord(done_, stream_), op, Subject());
     // No cudaStreamWaitEvent(caller, done_): the host waits for done_ below, so any work enqueued
@@ -191,17 +223,14 @@ class NcclCommunicator : public Communicator {
     while (true) {
       const cudaError_t q = cudaEventQuery(done_);
       if (q == cudaSuccess) return;
-      if (q != cudaErrorNotReady) {
-        Abort();
-        throw Error(op, Subject(), CudaError(q));
-      }
+      if (q != cudaErrorNotReady) throw Error(op, Subject(), CudaError(q));
+      if (aborted_) throw Error(op, Subject(), "communicator was aborted while waiting");
       ncclResult_t async = ncclSuccess;
       if (ncclCommGetAsyncError(comm_, &async) != ncclSuccess ||
           (async != ncclSuccess && async != ncclInProgress)) {
         Fail(op, async, "asynchronous error");
       }
       if (Clock::now() >= deadline) {
-        Abort();
         throw Error(op, Subject(),
                     "deadline of " + std::to_string(timeout.count()) +
                         " ms exceeded; communicator aborted");
@@ -218,7 +247,6 @@ class NcclCommunicator : public Communicator {
       detail += " (" + std::string(last) + ")";
     }
 #endif
-    Abort();
     throw Error(op, Subject(), std::string(stage) + ": " + detail);
   }
 
@@ -229,8 +257,9 @@ class NcclCommunicator : public Communicator {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ready_ = nullptr;
   cudaEvent_t done_ = nullptr;
-  std::mutex mu_;
-  std::atomic<bool> aborted_{false};
+  std::mutex mu_;                     // one call at a time; whoever holds it owns comm_
+  std::atomic<bool> aborted_{false};  // Abort() was called (by any thread)
+  bool comm_aborted_ = false;         // ncclCommAbort done (under mu_)
 };
 
 }  // namespace

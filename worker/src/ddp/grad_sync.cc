@@ -15,9 +15,13 @@
 
 #include "accel/error.h"
 #include "worker/src/ddp/bucket_plan.h"
+#include "worker/src/ddp/graph_walk.h"
 
 namespace accel::worker {
 namespace {
+
+// Buckets handed to the communication thread at once: one running, the next one queued.
+constexpr std::size_t kMaxInFlight = 2;
 
 // Fires after AccumulateGrad wrote this backward's gradient into param.grad.
 class ReadyHook : public torch::autograd::FunctionPostHook {
@@ -39,142 +43,230 @@ int DtypeDeviceKey(const at::Tensor& t) {
          (t.device().index() + 1);
 }
 
+std::string Ms(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
+
 }  // namespace
 
 GradSync::GradSync(std::vector<at::Tensor> params, Communicator& comm, GradSyncOptions options)
     : params_(std::move(params)), comm_(comm), options_(options) {
   std::vector<ParamInfo> infos;
-  infos.reserve(params_.size());
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const at::Tensor& p = params_[i];
-    if (!p.requires_grad() || !p.is_leaf()) {
+    if (!p.requires_grad() || !p.is_leaf() || p.is_sparse()) {
       throw Error("prepare DDP", "parameter " + std::to_string(i),
-                  "must be a leaf tensor that requires grad");
+                  "must be a dense leaf tensor that requires grad");
     }
     infos.push_back({static_cast<std::int64_t>(p.nbytes()), DtypeDeviceKey(p)});
+    param_set_.insert(p.unsafeGetTensorImpl());
+    used_.push_back(p.grad().defined());
   }
+  if (params_.empty()) throw Error("prepare DDP", "", "no parameter requires grad");
   plan_ = PlanBuckets(infos, options_.first_bucket_bytes, options_.bucket_bytes);
   bucket_of_.resize(params_.size());
-  ready_.assign(params_.size(), false);
+  slot_of_.resize(params_.size());
+  const auto final_dtype = params_[plan_.back().front()].scalar_type();
+  // Counts of ranks are exact in float32/float64; a half-precision final bucket gets a separate
+  // float32 bitmap (one more small collective).
+  const bool bitmap_inside = final_dtype == at::kFloat || final_dtype == at::kDouble;
   for (std::size_t b = 0; b < plan_.size(); ++b) {
-    Bucket bucket;
-    bucket.params = plan_[b];
-    std::int64_t offset = 0;
-    for (std::size_t p : plan_[b]) {
-      bucket_of_[p] = b;
-      bucket.offsets.push_back(offset);
-      offset += params_[p].numel();
+    const bool final = b + 1 == plan_.size();
+    const auto extra = final && bitmap_inside ? static_cast<std::int64_t>(params_.size()) : 0;
+    buckets_.push_back(MakeBucket(params_, plan_[b], extra));
+    for (std::size_t k = 0; k < plan_[b].size(); ++k) {
+      bucket_of_[plan_[b][k]] = b;
+      slot_of_[plan_[b][k]] = k;
     }
-    bucket.flat = at::zeros({offset}, params_[plan_[b].front()].options().requires_grad(false));
-    buckets_.push_back(std::move(bucket));
   }
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    auto accumulator = torch::autograd::impl::grad_accumulator(params_[i]);
-    if (!accumulator)
-      throw Error("prepare DDP", "parameter " + std::to_string(i), "no grad accumulator");
-    hook_keys_.push_back(
-        accumulator->add_post_hook(std::make_unique<ReadyHook>([this, i] { MarkReady(i); })));
-    accumulators_.push_back(std::move(accumulator));
+  if (!bitmap_inside) {
+    separate_bitmap_ = at::zeros({static_cast<std::int64_t>(params_.size())},
+                                 params_[plan_.back().front()].options().dtype(at::kFloat));
+    separate_bitmap_.set_requires_grad(false);
   }
-  comm_thread_ = std::thread([this] { CommLoop(); });
+  accumulators_.resize(params_.size());
+  hook_keys_.resize(params_.size());
+  RefreshHooks();
+  ready_.assign(params_.size(), false);
+  if (options_.overlap) comm_thread_ = std::thread([this] { CommLoop(); });
 }
 
 GradSync::~GradSync() {
   for (std::size_t i = 0; i < accumulators_.size(); ++i) {
-    accumulators_[i]->del_post_hook(hook_keys_[i]);
+    if (accumulators_[i]) accumulators_[i]->del_post_hook(hook_keys_[i]);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
-  comm_thread_.join();
+  if (comm_thread_.joinable()) comm_thread_.join();
 }
 
-void GradSync::BeginBackward(bool sync) {
-  std::lock_guard<std::mutex> lock(mu_);
-  active_ = sync;
-  next_launch_ = 0;
+void GradSync::RefreshHooks() {
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    auto accumulator = torch::autograd::impl::grad_accumulator(params_[i]);
+    if (!accumulator) {
+      throw Error("prepare DDP", "parameter " + std::to_string(i), "no grad accumulator");
+    }
+    if (accumulator == accumulators_[i]) continue;
+    if (accumulators_[i]) accumulators_[i]->del_post_hook(hook_keys_[i]);
+    hook_keys_[i] =
+        accumulator->add_post_hook(std::make_unique<ReadyHook>([this, i] { MarkReady(i); }));
+    accumulators_[i] = std::move(accumulator);
+  }
+}
+
+bool GradSync::Manages(const at::Tensor& param) const {
+  return param_set_.count(param.unsafeGetTensorImpl()) > 0;
+}
+
+bool GradSync::WaitCommIdleLocked(std::unique_lock<std::mutex>& lock, Clock::duration limit) {
+  return cv_.wait_for(lock, limit, [&] { return CommIdleLocked(); });
+}
+
+void GradSync::BeginBackward(bool sync, const at::Tensor& root) {
+  // A parameter whose data was replaced (set_, as module.load() does) has a new accumulator,
+  // the one this backward's graph uses. Outside mu_: hooks lock it.
+  RefreshHooks();
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!WaitCommIdleLocked(lock, options_.timeout + options_.backend_grace)) {
+    throw Error("all-reduce gradients", "",
+                "the communication thread is still blocked in an earlier collective after " +
+                    Ms(options_.timeout + options_.backend_grace));
+  }
+  ++generation_;
+  armed_ = true;
+  sync_ = sync;
+  closing_ = false;
   error_ = nullptr;
+  next_fill_ = 0;
+  next_hand_ = 0;
+  pass_start_ = Clock::now();
+  if (!sync) return;
   ready_.assign(params_.size(), false);
   for (Bucket& bucket : buckets_) {
     bucket.pending = static_cast<int>(bucket.params.size());
-    bucket.done = false;
+    bucket.state = Bucket::State::kWaiting;
   }
+  // Parameters this backward cannot reach get no gradient: ready now, so they hold nothing back.
+  const auto reachable = ReachableNodes(root);
+  for (std::size_t p = 0; p < params_.size(); ++p) {
+    if (reachable.count(accumulators_[p].get()) == 0) {
+      ready_[p] = true;
+      --buckets_[bucket_of_[p]].pending;
+    }
+  }
+  FillReadyLocked();
+  HandOverLocked();
 }
 
 void GradSync::MarkReady(std::size_t param) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!active_ || ready_[param]) return;
-  ready_[param] = true;
+  if (!armed_) {
+    throw Error("backward", "parameter " + std::to_string(param) + " of a prepared module",
+                "gradients computed outside acc.backward(loss) would not be all-reduced and the "
+                "replicas would drift apart; call acc.backward(loss) instead of loss.backward()");
+  }
+  used_[param] = true;
   Bucket& bucket = buckets_[bucket_of_[param]];
-  if (--bucket.pending == 0 && options_.overlap) LaunchReadyLocked(/*wake_comm_thread=*/true);
+  // The first backward (or one after zero_grad(set_to_none)) left the gradient elsewhere.
+  BindGrad(params_[param], bucket.views[slot_of_[param]], /*adopt_slot=*/false);
+  if (!sync_ || ready_[param]) return;
+  ready_[param] = true;
+  if (--bucket.pending == 0) {
+    FillReadyLocked();
+    HandOverLocked();
+  }
 }
 
-void GradSync::FillBucketLocked(Bucket& bucket) {
-  for (std::size_t k = 0; k < bucket.params.size(); ++k) {
-    const at::Tensor& p = params_[bucket.params[k]];
-    at::Tensor slot = bucket.flat.narrow(0, bucket.offsets[k], p.numel()).view(p.sizes());
-    const at::Tensor& grad = p.grad();
-    if (grad.defined()) {
-      slot.copy_(grad);
-    } else {
-      slot.zero_();  // unused this step on this rank: contributes zero
+void GradSync::FillReadyLocked() {
+  while (next_fill_ < buckets_.size() && buckets_[next_fill_].pending == 0) {
+    Bucket& bucket = buckets_[next_fill_];
+    for (std::size_t k = 0; k < bucket.params.size(); ++k) {
+      const std::size_t p = bucket.params[k];
+      // Used parameters were bound by their hook; a bound unused one already holds what earlier
+      // micro-steps accumulated; anything else contributes zeros.
+      if (!IsBound(params_[p], bucket.views[k])) BindGrad(params_[p], bucket.views[k], false);
     }
+    RecordReady(bucket);
+    bucket.ready_at = Clock::now();
+    bucket.state = Bucket::State::kFilled;
+    ++next_fill_;
   }
 }
 
-void GradSync::LaunchReadyLocked(bool wake_comm_thread) {
-  bool overlappable = false;
-  while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
-    Bucket& bucket = buckets_[next_launch_];
-    FillBucketLocked(bucket);
-    queue_.push_back(next_launch_);
-    ++next_launch_;
-    // The final bucket is ready only when backward is (nearly) over: nothing is left to overlap
-    // with, so it is not handed to the comm thread; EndBackward runs it (a small model's only
-    // bucket then costs no thread hand-off at all).
-    overlappable |= next_launch_ < buckets_.size();
+void GradSync::HandOverLocked() {
+  if (!options_.overlap || !armed_ || !sync_ || closing_ || error_) return;
+  const std::size_t final_bucket = buckets_.size() - 1;
+  bool handed = false;
+  while (next_hand_ < next_fill_ && next_hand_ < final_bucket &&
+         comm_queue_.size() + (comm_running_ ? 1 : 0) < kMaxInFlight) {
+    comm_queue_.push_back(next_hand_++);
+    handed = true;
   }
-  if (overlappable && wake_comm_thread) cv_.notify_all();
+  if (handed) cv_.notify_all();
 }
 
-void GradSync::RunNextLocked(std::unique_lock<std::mutex>& lock) {
-  const std::size_t b = queue_.front();
-  queue_.pop_front();
-  busy_ = true;
-  at::Tensor flat = buckets_[b].flat;
-  const bool failed_before = error_ != nullptr;
+void GradSync::RunLocked(std::unique_lock<std::mutex>& lock, std::size_t b, bool on_comm_thread) {
+  Bucket& bucket = buckets_[b];
+  const std::uint64_t generation = generation_;
+  if (error_) {
+    bucket.state = Bucket::State::kDone;
+    return;
+  }
+  bucket.state = Bucket::State::kRunning;
+  bucket.on_comm_thread = on_comm_thread;
+  bucket.start_at = Clock::now();
+  at::Tensor storage = bucket.storage;
   lock.unlock();
   std::exception_ptr error;
-  if (!failed_before) {
-    try {
-      comm_.AllReduce(flat, ReduceOp::kAvg, options_.timeout);
-    } catch (...) {
-      error = std::current_exception();
-    }
+  try {
+    WaitReady(bucket);
+    comm_.AllReduce(storage, ReduceOp::kSum, options_.timeout);
+  } catch (...) {
+    error = std::current_exception();
   }
   lock.lock();
+  if (generation != generation_) return;  // the pass was abandoned meanwhile
   if (error && !error_) error_ = error;
-  buckets_[b].done = true;
-  busy_ = false;
-  cv_.notify_all();
+  bucket.end_at = Clock::now();
+  bucket.state = Bucket::State::kDone;
 }
 
 void GradSync::CommLoop() {
   ProgressFile::MarkOverlapThread();  // its collectives overlap backward: not the step's wait
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    cv_.wait(lock, [&] { return stop_ || (!queue_.empty() && !busy_); });
+    cv_.wait(lock, [&] { return stop_ || !comm_queue_.empty(); });
     if (stop_) return;
-    RunNextLocked(lock);
+    const std::size_t b = comm_queue_.front();
+    comm_queue_.pop_front();
+    comm_running_ = true;
+    RunLocked(lock, b, /*on_comm_thread=*/true);
+    comm_running_ = false;
+    HandOverLocked();
+    cv_.notify_all();
   }
+}
+
+void GradSync::AbandonLocked() {
+  ++generation_;
+  comm_queue_.clear();
+  armed_ = false;
+  closing_ = false;
+}
+
+void GradSync::CancelBackward() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (armed_) AbandonLocked();
 }
 
 void GradSync::EndBackward() {
   std::unique_lock<std::mutex> lock(mu_);
-  if (!active_) return;
-  active_ = false;
+  if (!armed_) return;
+  if (!sync_) {
+    armed_ = false;
+    return;
+  }
   // From here the training thread waits for communication (the progress file's collective time).
   struct WaitSpan {
     explicit WaitSpan(ProgressFile* p) : progress(p) {
@@ -185,37 +277,47 @@ void GradSync::EndBackward() {
     }
     ProgressFile* progress;
   } wait_span(options_.progress);
-  for (Bucket& bucket : buckets_) bucket.pending = 0;  // the rest: unused params count as zero
-  // What is left is run here, on the training thread, when the communication thread is idle:
-  // backward is over, so there is nothing left to overlap with, and this saves two thread
-  // hand-offs per step (most of a small model's communication cost on busy cores).
-  LaunchReadyLocked(/*wake_comm_thread=*/false);
-  auto all_done = [&] {
-    for (const Bucket& bucket : buckets_) {
-      if (!bucket.done) return false;
+  // Whatever got no gradient by now (no hook fired) counts as unused this pass.
+  for (std::size_t p = 0; p < params_.size(); ++p) {
+    if (!ready_[p]) {
+      ready_[p] = true;
+      --buckets_[bucket_of_[p]].pending;
     }
-    return true;
-  };
-  while (!all_done()) {
-    if (!busy_ && !queue_.empty()) {
-      RunNextLocked(lock);
-      continue;
+  }
+  FillReadyLocked();
+  closing_ = true;
+  // The communication thread holds at most kMaxInFlight buckets, each with its own deadline.
+  const auto limit = options_.timeout * static_cast<int>(kMaxInFlight) + options_.backend_grace;
+  if (!WaitCommIdleLocked(lock, limit)) {
+    AbandonLocked();
+    lock.unlock();
+    comm_.Abort();
+    throw Error("all-reduce gradients", "",
+                "the communication thread did not finish within " +
+                    Ms(std::chrono::duration_cast<std::chrono::milliseconds>(limit)) +
+                    "; communicator aborted");
+  }
+  // The rest, the final bucket always among them, runs here: backward is over, nothing is left
+  // to overlap with, and a thread hand-off would only add latency.
+  for (std::size_t b = next_hand_; b < buckets_.size() && !error_; ++b) {
+    if (b + 1 == buckets_.size()) WriteBitmapLocked();
+    RunLocked(lock, b, /*on_comm_thread=*/false);
+  }
+  if (!error_ && separate_bitmap_.defined()) {
+    at::Tensor bitmap = separate_bitmap_;
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      comm_.AllReduce(bitmap, ReduceOp::kSum, options_.timeout);
+    } catch (...) {
+      error = std::current_exception();
     }
-    // Each collective carries its own deadline; this wait only guards against a backend that
-    // ignores it.
-    const auto deadline =
-        std::chrono::steady_clock::now() + options_.timeout + std::chrono::seconds(5);
-    if (!cv_.wait_until(lock, deadline,
-                        [&] { return all_done() || (!busy_ && !queue_.empty()); })) {
-      lock.unlock();
-      comm_.Abort();
-      throw Error("all-reduce gradients", "",
-                  "deadline of " + std::to_string(options_.timeout.count()) + " ms exceeded");
-    }
+    lock.lock();
+    if (error) error_ = error;
   }
   if (error_) {
     std::exception_ptr error = error_;
-    error_ = nullptr;
+    AbandonLocked();
     lock.unlock();
     try {
       std::rethrow_exception(error);
@@ -223,14 +325,69 @@ void GradSync::EndBackward() {
       throw Error("all-reduce gradients", "", e.what());
     }
   }
+  SettleUnusedLocked();
+  if (options_.timings) RecordTimingsLocked();
+  armed_ = false;
+  closing_ = false;
+}
+
+void GradSync::WriteBitmapLocked() {
+  at::Tensor flags = at::empty({static_cast<std::int64_t>(params_.size())}, at::kFloat);
+  float* out = flags.data_ptr<float>();
+  for (std::size_t p = 0; p < params_.size(); ++p) out[p] = used_[p] ? 1.0f : 0.0f;
+  at::Tensor target = separate_bitmap_.defined() ? separate_bitmap_ : buckets_.back().bitmap;
+  target.copy_(flags);
+}
+
+void GradSync::SettleUnusedLocked() {
+  const at::Tensor bitmap = separate_bitmap_.defined() ? separate_bitmap_ : buckets_.back().bitmap;
+  const at::Tensor counts = bitmap.to(at::kCPU, at::kFloat).contiguous();
+  const float* used_by = counts.data_ptr<float>();
+  for (std::size_t p = 0; p < params_.size(); ++p) {
+    const at::Tensor& view = buckets_[bucket_of_[p]].views[slot_of_[p]];
+    if (used_by[p] < 0.5f) {
+      // No rank used it since the last zeroing: no gradient, as in a single process.
+      if (IsBound(params_[p], view)) params_[p].mutable_grad().reset();
+    } else {
+      BindGrad(params_[p], view, /*adopt_slot=*/true);  // locally unused: the reduced gradient
+    }
+  }
+}
+
+void GradSync::RecordTimingsLocked() {
+  auto us = [&](Clock::time_point t) {
+    return std::chrono::duration<double, std::micro>(t - pass_start_).count();
+  };
+  timings_.clear();
+  for (const Bucket& bucket : buckets_) {
+    timings_.push_back({bucket.grads.numel(), us(bucket.ready_at), us(bucket.start_at),
+                        us(bucket.end_at), bucket.on_comm_thread});
+  }
+}
+
+std::vector<BucketTiming> GradSync::last_timings() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return timings_;
+}
+
+void GradSync::ZeroGrad(const ParamSet* which) {
+  std::lock_guard<std::mutex> lock(mu_);
+  at::NoGradGuard no_grad;
+  auto selected = [&](std::size_t p) {
+    return which == nullptr || which->count(params_[p].unsafeGetTensorImpl()) > 0;
+  };
   for (Bucket& bucket : buckets_) {
+    bool all = true;
+    for (std::size_t p : bucket.params) all = all && selected(p);
+    if (all) bucket.grads.zero_();
     for (std::size_t k = 0; k < bucket.params.size(); ++k) {
-      at::Tensor& p = params_[bucket.params[k]];
-      at::Tensor slot = bucket.flat.narrow(0, bucket.offsets[k], p.numel()).view(p.sizes());
-      if (p.grad().defined()) {
-        p.mutable_grad().copy_(slot);
-      } else {
-        p.mutable_grad() = slot.clone();
+      const std::size_t p = bucket.params[k];
+      if (!selected(p)) continue;
+      used_[p] = false;
+      if (IsBound(params_[p], bucket.views[k])) {
+        if (!all) bucket.views[k].zero_();
+      } else if (params_[p].grad().defined()) {
+        params_[p].mutable_grad().reset();
       }
     }
   }

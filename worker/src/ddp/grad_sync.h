@@ -1,23 +1,48 @@
-// GradSync: DDP gradient averaging for one module's parameters.
+// GradSync: DDP gradient synchronisation for the parameters of the prepared modules.
 //
-// At construction the parameters are split into buckets (bucket_plan.h) and a post hook is added
-// to each parameter's gradient accumulator (the AccumulateGrad node, as torch's C++ Reducer does):
-// it fires once the parameter's .grad holds this backward's gradient. On a sync backward, a
-// bucket whose parameters are all ready is copied into its flat buffer and handed to a
-// communication thread, which all-reduces it (average) while autograd keeps computing the rest
-// (overlap). Buckets are launched strictly in order so every rank issues the same collectives in
-// the same order. EndBackward() launches what is left, with zeros for parameters that got no
-// gradient (unused this step: handled, never waited on), runs the still-queued buckets itself
-// once the communication thread is idle (the final bucket is never handed over: it is ready only
-// when backward is over), waits for every bucket and writes the averaged values back into .grad.
+// The parameters are split into buckets (bucket_plan.h); each parameter's .grad becomes its view
+// into its bucket's flat storage (bucket.h), so autograd accumulates straight into what is
+// all-reduced. The caller folds 1/(world x accumulation) into the loss, so the all-reduce is a
+// plain SUM and nothing is divided or copied afterwards.
 //
-// Threading: hooks run on autograd threads; Begin/EndBackward on the training thread; all shared
-// state is guarded by mu_. Owns the communication thread (joined in the destructor) and shares
-// the communicator (which must outlive it). Errors throw accel::Error from EndBackward.
+// A post hook on each parameter's gradient accumulator (the AccumulateGrad node, as torch's
+// Reducer does) marks it ready. On a sync backward, BeginBackward walks the graph from the loss:
+// parameters it cannot reach get no gradient this pass and are ready at once (their slots hold
+// what earlier micro-steps accumulated, or zeros), so they never hold back later buckets. A
+// bucket whose parameters are all ready is launched, strictly in order so every rank issues the
+// same collectives in the same order. With overlap on, up to two launched buckets are handed to
+// the communication thread (one running, the next queued) while autograd keeps computing; the
+// final bucket is never handed over. EndBackward stops the hand-over, waits for the
+// communication thread's buckets and runs every remaining one on the training thread.
+//
+// Unused parameters: the final bucket carries a used-bitmap (was the parameter used on this rank
+// since the last ZeroGrad), summed with the gradients. A parameter no rank used keeps no
+// gradient (.grad undefined, so an optimizer skips it, as in a single process); one used
+// elsewhere gets the reduced gradient.
+//
+// CUDA: the bucket's ready event is recorded on the stream of the thread that filled it (the
+// autograd thread's, where the gradients were produced) and the thread that runs the collective
+// makes its own stream wait for it.
+//
+// Hooks follow a parameter's gradient accumulator: when its data is replaced (set_(), as
+// LibTorch's module.load() does), BeginBackward moves the hook to the new accumulator.
+//
+// A backward outside BeginBackward/EndBackward (a plain loss.backward() on a prepared module)
+// throws accel::Error from the hook instead of leaving the replicas silently out of sync.
+//
+// Errors: a failed collective, or the communication thread not finishing within timeout plus
+// backend_grace, throws accel::Error from EndBackward; the pass is abandoned (a late result is
+// ignored, nothing of it runs in the next pass) and BeginBackward waits for a still-blocked
+// communication thread (deadline timeout plus backend_grace) before starting.
+//
+// Threading: hooks run on autograd threads; everything else on the training thread; shared
+// state is guarded by mu_. Owns the communication thread (overlap only; joined in the
+// destructor); the communicator must outlive it.
 #ifndef ACCEL_WORKER_DDP_GRAD_SYNC_H_
 #define ACCEL_WORKER_DDP_GRAD_SYNC_H_
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/TensorImpl.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -28,10 +53,12 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "accel/communicator.h"
 #include "accel/defaults.h"
+#include "worker/src/ddp/bucket.h"
 #include "worker/src/progress_file.h"
 
 namespace torch::autograd {
@@ -43,62 +70,99 @@ namespace accel::worker {
 struct GradSyncOptions {
   std::int64_t first_bucket_bytes = defaults::kFirstBucketBytes;
   std::int64_t bucket_bytes = defaults::kBucketBytes;
-  bool overlap = true;  // false: launch every bucket in EndBackward (for measuring overlap)
+  bool overlap = true;  // false: every bucket runs in EndBackward, on the training thread
   std::chrono::milliseconds timeout = defaults::kCollectiveTimeout;
   ProgressFile* progress = nullptr;  // may be null: times EndBackward as the training thread's wait
+  // How much longer than `timeout` to wait for a backend that ignores its own deadline.
+  std::chrono::milliseconds backend_grace = defaults::kCollectiveGrace;
+  bool timings = false;  // record per-bucket timings (last_timings)
+};
+
+// One bucket of the last sync pass, in microseconds since BeginBackward.
+struct BucketTiming {
+  std::int64_t elements = 0;
+  double ready_us = 0;  // launched: every parameter ready
+  double start_us = 0;  // collective started
+  double end_us = 0;    // collective done
+  bool on_comm_thread = false;
 };
 
 class GradSync {
  public:
-  // `params` in registration order; each must be a leaf that requires grad.
+  using ParamSet = std::unordered_set<const c10::TensorImpl*>;
+
+  // `params` in registration order; each must be a dense leaf that requires grad.
   GradSync(std::vector<at::Tensor> params, Communicator& comm, GradSyncOptions options);
   ~GradSync();
   GradSync(const GradSync&) = delete;
   GradSync& operator=(const GradSync&) = delete;
 
-  // Starts a backward pass; `sync` = communicate this time (accumulation boundary).
-  void BeginBackward(bool sync);
-  // Finishes it: launches the remaining buckets, waits for all (each collective has the
-  // deadline options.timeout) and writes averaged gradients back. No-op when not syncing.
+  // Starts a backward pass from `root` (the tensor backward() is called on); `sync` =
+  // communicate this time (accumulation boundary).
+  void BeginBackward(bool sync, const at::Tensor& root);
+  // Finishes it: runs the remaining buckets, waits for all and settles unused parameters.
+  // No-op when not syncing.
   void EndBackward();
+  // Abandons the current pass (backward itself threw).
+  void CancelBackward();
+
+  // Zeroes the gradients of the parameters in `which` (all when null): one fill per bucket whose
+  // parameters are all in it, else per parameter; gradients not bound to a bucket are reset.
+  // Starts a new window for the used-bitmap.
+  void ZeroGrad(const ParamSet* which);
+  bool Manages(const at::Tensor& param) const;
 
   // The bucket plan (indices into params, launch order); for tests and logs.
   const std::vector<std::vector<std::size_t>>& buckets() const { return plan_; }
+  // Per-bucket timings of the last sync pass (options.timings; empty otherwise).
+  std::vector<BucketTiming> last_timings() const;
 
  private:
-  struct Bucket {
-    std::vector<std::size_t> params;
-    std::vector<std::int64_t> offsets;  // element offset of each param in flat
-    at::Tensor flat;
-    int pending = 0;
-    bool done = false;
-  };
+  using Clock = std::chrono::steady_clock;
 
+  // Moves each parameter's hook to its current gradient accumulator (a new one after set_()).
+  void RefreshHooks();
   void MarkReady(std::size_t param);
-  void FillBucketLocked(Bucket& bucket);
-  // Fills and queues every ready bucket, in order.
-  void LaunchReadyLocked(bool wake_comm_thread);
-  // Pops the next queued bucket and all-reduces it with mu_ released (busy_ meanwhile).
-  void RunNextLocked(std::unique_lock<std::mutex>& lock);
+  void FillReadyLocked();
+  void HandOverLocked();
+  // Runs bucket b's collective with mu_ released.
+  void RunLocked(std::unique_lock<std::mutex>& lock, std::size_t b, bool on_comm_thread);
+  bool CommIdleLocked() const { return comm_queue_.empty() && !comm_running_; }
+  // Waits for the communication thread to finish what it was handed; false at the deadline.
+  bool WaitCommIdleLocked(std::unique_lock<std::mutex>& lock, Clock::duration limit);
+  void AbandonLocked();
+  void WriteBitmapLocked();
+  void SettleUnusedLocked();
+  void RecordTimingsLocked();
   void CommLoop();
 
   std::vector<at::Tensor> params_;
+  ParamSet param_set_;
   Communicator& comm_;
-  GradSyncOptions options_;
+  const GradSyncOptions options_;
   std::vector<std::vector<std::size_t>> plan_;
   std::vector<std::size_t> bucket_of_;  // param -> bucket
+  std::vector<std::size_t> slot_of_;    // param -> index within its bucket
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
   std::vector<std::uintptr_t> hook_keys_;
+  at::Tensor separate_bitmap_;  // when the final bucket's dtype cannot hold the bitmap exactly
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Bucket> buckets_;
-  std::vector<bool> ready_;
-  bool active_ = false;  // inside a sync backward
-  std::size_t next_launch_ = 0;
-  std::deque<std::size_t> queue_;
+  std::vector<bool> ready_;  // this pass
+  std::vector<bool> used_;   // since the last ZeroGrad
+  bool armed_ = false;       // between BeginBackward and EndBackward
+  bool sync_ = false;
+  bool closing_ = false;          // EndBackward took over: nothing more is handed over
+  std::uint64_t generation_ = 0;  // bumped per pass: a late result of an old pass is ignored
+  std::size_t next_fill_ = 0;     // next bucket to launch
+  std::size_t next_hand_ = 0;     // next bucket not handed to the communication thread
+  std::deque<std::size_t> comm_queue_;
+  bool comm_running_ = false;
   std::exception_ptr error_;
-  bool busy_ = false;  // a collective is running (on the comm thread or in EndBackward)
+  Clock::time_point pass_start_;
+  std::vector<BucketTiming> timings_;
   bool stop_ = false;
   std::thread comm_thread_;
 };

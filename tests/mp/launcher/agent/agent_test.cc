@@ -84,11 +84,12 @@ TEST_F(LaunchTest, EveryWorkerGetsTheExactEnvironmentContract) {
     EXPECT_EQ(e["TORCHELASTIC_RESTART_COUNT"], "0");
     EXPECT_EQ(e["TORCHELASTIC_MAX_RESTARTS"], "0");
     EXPECT_EQ(e["TORCHELASTIC_RUN_ID"], "envtest");
-    EXPECT_EQ(e["OMP_NUM_THREADS"], "1");
+    // accelerate's default on CPU: physical cores / local processes (worker_env_test pins it).
+    EXPECT_TRUE(std::regex_match(e["OMP_NUM_THREADS"], std::regex("[1-9][0-9]*")));
     EXPECT_EQ(e["ACCELERATE_MIXED_PRECISION"], "bf16");
-    EXPECT_EQ(e["ACCELERATE_USE_CPU"], "true");
-    EXPECT_EQ(e["ACCELERATE_DEBUG_MODE"], "false");
-    EXPECT_EQ(e["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"], "4");
+    EXPECT_EQ(e["ACCELERATE_USE_CPU"], "True");
+    EXPECT_EQ(e["ACCELERATE_DEBUG_MODE"], "<unset>");  // accelerate sets it only when asked
+    EXPECT_EQ(e["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"], "4");  // asked on the command line
     EXPECT_TRUE(std::regex_match(e["ACCEL_STORE_ENDPOINT"], endpoint)) << e["ACCEL_STORE_ENDPOINT"];
     // rendezvous::GenerateToken: 32 random bytes as hex.
     EXPECT_TRUE(std::regex_match(e["ACCEL_RDZV_TOKEN"], std::regex("[0-9a-f]{64}")))
@@ -103,25 +104,33 @@ TEST_F(LaunchTest, EveryWorkerGetsTheExactEnvironmentContract) {
   EXPECT_EQ(env[0]["MASTER_PORT"], env[1]["MASTER_PORT"]);
 }
 
-TEST_F(LaunchTest, OneProcessExecsTheWorkerWithoutRendezvous) {
+TEST_F(LaunchTest, OneProcessRunsWithoutRendezvousOnTheLaunchersOwnTerminal) {
   pid_t launcher_pid = 0;
   RunResult r = Launch({"--num_processes", "1"}, {kFake, "--print_env", "--print_pids"},
                        absl::Seconds(30), [&](pid_t pid) { launcher_pid = pid; });
   ASSERT_EQ(r.exit_code, kExitOk) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("ENV RANK=0\n"));
-  EXPECT_THAT(r.out, HasSubstr("ENV WORLD_SIZE=1\n"));
+  // As under accelerate launch: no torchrun variables, so Accelerator() sees distributed_type NO.
+  EXPECT_THAT(r.out, HasSubstr("ENV RANK unset\n"));
+  EXPECT_THAT(r.out, Not(HasSubstr("[rank")));  // the output is inherited, not routed
+  EXPECT_THAT(r.out, HasSubstr("ENV WORLD_SIZE unset\n"));
   EXPECT_THAT(r.out, HasSubstr("ENV ACCEL_STORE_ENDPOINT unset\n"));
-  EXPECT_THAT(r.out, HasSubstr("ENV OMP_NUM_THREADS unset\n"));
-  // The launcher became the worker: same pid, our child.
-  EXPECT_THAT(r.out, HasSubstr("PID " + std::to_string(launcher_pid) + " PPID " +
-                               std::to_string(::getpid())));
+  EXPECT_THAT(r.out, HasSubstr("ENV ACCELERATE_USE_CPU=True\n"));
+  // The launcher stays its parent, so the exit code follows the README's contract.
+  EXPECT_THAT(r.out, HasSubstr("PPID " + std::to_string(launcher_pid) + "\n"));
+}
+
+TEST_F(LaunchTest, OneProcessFailingWithTwoIsAWorkerFailureNotAUsageError) {
+  RunResult r = Launch({"--num_processes", "1"}, {kFake, "--exit=2", "--write_error=bad flag"});
+  EXPECT_EQ(r.exit_code, kExitWorkerFailed) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("exit code 2"));
+  EXPECT_THAT(r.err, HasSubstr("rank 0 error file: bad flag"));
 }
 
 TEST_F(LaunchTest, RootCauseExitCodeErrorFileAndStderrAreReported) {
   RunResult r = Launch({"--num_processes", "3"},
                        {kFake, "--fail_rank=2", "--fail_sleep=0.3", "--sleep=30", "--exit=5",
                         "--write_error=CUDA error: out of memory", "--stderr=Traceback (most)"});
-  EXPECT_EQ(r.exit_code, 5) << r.err;
+  EXPECT_EQ(r.exit_code, kExitWorkerFailed) << r.err;  // as torchrun; the code is in the report
   EXPECT_LT(r.elapsed, absl::Seconds(10));
   const std::regex root(R"(root cause\s+0\s+\S+\s+2\s+2\s+\d+\s+exit code 5)");
   EXPECT_TRUE(std::regex_search(r.err, root)) << r.err;
@@ -141,7 +150,8 @@ TEST_F(LaunchTest, SigtermIgnoringWorkerIsKilledAfterTheGrace) {
   RunResult r = Launch(
       {"--num_processes", "2", "--shutdown_grace", "1"},
       {kFake, "--ignore_term", "--fail_rank=0", "--fail_sleep=0.5", "--exit=6", "--sleep=60"});
-  EXPECT_EQ(r.exit_code, 6) << r.err;  // the worker's own code
+  EXPECT_EQ(r.exit_code, kExitWorkerFailed) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("exit code 6"));
   EXPECT_GE(r.elapsed, absl::Seconds(1.5));
   EXPECT_LT(r.elapsed, absl::Seconds(6));
 }
@@ -346,12 +356,28 @@ TEST_F(LaunchTest, RendezvousTimeoutIsARendezvousFailureAndNamesTheMissingMachin
       {kLauncher, "--use_cpu", "--num_machines=2", "--num_processes=2", "--machine_rank=0",
        "--main_process_ip=127.0.0.1", "--main_process_port=" + std::to_string(*port),
        "--rdzv_timeout=1", kFake, "--pid_dir=" + dir_},
-      {}, absl::Seconds(30));
+      {"ACCEL_RDZV_TOKEN=mp-test-token"}, absl::Seconds(30));
   EXPECT_EQ(r.exit_code, kExitRendezvous) << r.err;
   EXPECT_THAT(r.err, HasSubstr("join rendezvous at " + endpoint));
   EXPECT_THAT(r.err, HasSubstr("missing machine_rank 1"));
   EXPECT_LT(r.elapsed, absl::Seconds(10));
   EXPECT_TRUE(ReadFile(dir_ + "/rank_0.pid").empty());  // no worker started
+}
+
+// main_process_ip is not this machine's (NAT, a cloud's public address): the server listens on
+// every interface and says so, naming the wildcard rather than a loopback address.
+TEST_F(LaunchTest, AServerThatCannotBindMainProcessIpSaysItListensEverywhere) {
+  auto port = PickFreePort("");
+  ASSERT_TRUE(port.ok()) << port.status();
+  RunResult r =
+      RunCommand({kLauncher, "--use_cpu", "--num_machines=2", "--num_processes=2",
+                  "--machine_rank=0", "--main_process_ip=192.0.2.1",
+                  "--main_process_port=" + std::to_string(*port), "--rdzv_timeout=1", kFake},
+                 {"ACCEL_RDZV_TOKEN=mp-test-token"}, absl::Seconds(30));
+  EXPECT_EQ(r.exit_code, kExitRendezvous) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("rendezvous server: listening on 0.0.0.0:" + std::to_string(*port) +
+                               ", every interface of this machine, because main_process_ip "
+                               "192.0.2.1 (192.0.2.1) is not an address of this machine"));
 }
 
 TEST_F(LaunchTest, DryRunPrintsThePlanAndStartsNothing) {

@@ -8,11 +8,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <set>
 #include <string>
 #include <thread>
 
+#include "common/defaults.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launcher/process/os_util.h"
@@ -42,6 +45,28 @@ std::set<int> InheritableFds() {
     if (fd == own) continue;
     const int flags = ::fcntl(fd, F_GETFD);
     if (flags >= 0 && (flags & FD_CLOEXEC) == 0) out.insert(fd);
+  }
+  ::closedir(dir);
+  return out;
+}
+
+// The children of this process (the workers), from /proc/*/stat.
+std::vector<pid_t> ChildPids() {
+  std::vector<pid_t> out;
+  DIR* dir = ::opendir("/proc");
+  for (dirent* e = ::readdir(dir); e != nullptr; e = ::readdir(dir)) {
+    const int pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const std::size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    int ppid = 0;
+    if (std::sscanf(line.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == ::getpid()) {
+      out.push_back(pid);
+    }
   }
   ::closedir(dir);
   return out;
@@ -121,8 +146,9 @@ class SupervisorTest : public ::testing::Test {
         [&](const WorkerFailure& f) {
           if (reported != nullptr) reported->push_back(f);
         },
-        [&](int signal) {
+        [&](int signal, const std::string& sender) {
           if (interrupts != nullptr) interrupts->push_back(signal);
+          senders_.push_back(sender);
         });
     elapsed_ = absl::Now() - start;
     return result;
@@ -133,6 +159,7 @@ class SupervisorTest : public ::testing::Test {
   UniqueFd out_read_, out_write_, err_read_, err_write_;
   std::string dir_;
   absl::Duration elapsed_;
+  std::vector<std::string> senders_;  // on_interrupt's sender, each call
 };
 
 TEST_F(SupervisorTest, AllWorkersSucceed) {
@@ -218,6 +245,55 @@ TEST_F(SupervisorTest, SecondSignalKillsWithoutWaitingForTheGrace) {
   EXPECT_EQ(result.end, AttemptEnd::kInterrupted);
   EXPECT_EQ(result.signal, SIGTERM);
   EXPECT_EQ(interrupts, std::vector<int>{SIGTERM});  // once, before the teardown
+  EXPECT_LT(elapsed_, absl::Seconds(5));
+}
+
+TEST_F(SupervisorTest, WorkersKilledFromOutsideThenTheLauncherIsAnInterruption) {
+  // As Slurm's scancel does: SIGTERM to every worker and, a moment later, to the launcher.
+  std::thread slurm([] {
+    absl::SleepFor(absl::Milliseconds(500));
+    for (pid_t pid : ChildPids()) ::kill(pid, SIGTERM);
+    absl::SleepFor(absl::Milliseconds(200));
+    ::kill(::getpid(), SIGTERM);
+  });
+  AttemptResult result = Run(Workers(2, {"--sleep=30"}));
+  slurm.join();
+  EXPECT_EQ(result.end, AttemptEnd::kInterrupted);
+  EXPECT_TRUE(result.failures.empty());
+  EXPECT_EQ(result.signal, SIGTERM);
+  EXPECT_EQ(result.signal_sender, ProcessName(::getpid()));
+  EXPECT_THAT(senders_, ElementsAre(ProcessName(::getpid())));
+}
+
+TEST_F(SupervisorTest, AWorkerKilledFromOutsideAloneIsAFailureAfterTheGrace) {
+  std::thread killer([] {
+    absl::SleepFor(absl::Milliseconds(300));
+    ::kill(ChildPids().front(), SIGKILL);
+  });
+  AttemptResult result = Run(Workers(2, {"--sleep=30"}));
+  killer.join();
+  EXPECT_EQ(result.end, AttemptEnd::kWorkerFailed);
+  ASSERT_EQ(result.failures.size(), 1u);
+  EXPECT_EQ(result.failures[0].exit.signal, SIGKILL);
+  EXPECT_GE(elapsed_, absl::Milliseconds(300) + absl::FromChrono(defaults::kOwnSignalGrace));
+  EXPECT_LT(elapsed_, absl::Seconds(5));
+}
+
+TEST_F(SupervisorTest, TheFirstSignalDuringAnAbortSaysWhyThisMachineStopped) {
+  std::thread sender([this] {
+    absl::SleepFor(absl::Milliseconds(300));
+    abort_->Abort("machine 0: launcher stopped by SIGTERM from Slurm");
+    absl::SleepFor(absl::Milliseconds(100));
+    ::kill(::getpid(), SIGTERM);
+  });
+  SupervisorOptions options;
+  options.shutdown_grace = absl::Seconds(1);
+  AttemptResult result = Run(Workers(2, {"--ignore_term", "--sleep=30"}), options);
+  sender.join();
+  EXPECT_EQ(result.end, AttemptEnd::kInterrupted);
+  EXPECT_EQ(result.signal, SIGTERM);
+  // Not a second signal: the grace still runs its course before SIGKILL.
+  EXPECT_GE(elapsed_, absl::Seconds(1.2));
   EXPECT_LT(elapsed_, absl::Seconds(5));
 }
 

@@ -26,14 +26,18 @@ using ::testing::HasSubstr;
 
 class GrpcTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { Restart(64 * 1024); }
+
+  // (Re)starts the server with a store cap of `max_total_bytes`.
+  void Restart(std::int64_t max_total_bytes) {
+    if (server_ != nullptr) server_->Shutdown();
     ServerOptions options;
     options.run_id = "run";
     options.num_machines = 2;
     options.token = "tok";
     options.rdzv_timeout = absl::Seconds(20);
     options.limits.max_value_bytes = 1024;
-    options.limits.max_total_bytes = 64 * 1024;
+    options.limits.max_total_bytes = max_total_bytes;
     auto server = RendezvousServer::Start(options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
@@ -116,6 +120,123 @@ TEST_F(GrpcTest, WrongOrMissingTokenIsUnauthenticated) {
               HasSubstr("no rendezvous token was sent"));
 }
 
+// A third party that reaches the port with a plain gRPC client, without the token (or with a
+// wrong one), can neither read nor write the store, nor join, watch, heartbeat or report.
+TEST_F(GrpcTest, ARawClientWithoutTheTokenIsRefusedEverything) {
+  ChannelOptions channel_options;
+  channel_options.endpoint = server_->endpoint();
+  auto channel = MakeChannel(channel_options);
+  ASSERT_TRUE(channel.ok());
+  auto store = v1::Store::NewStub(*channel);
+  auto rendezvous = v1::Rendezvous::NewStub(*channel);
+  ASSERT_TRUE(Connect()->Set("secret", "42").ok());
+  for (const std::string token : {"", "wrong"}) {
+    SCOPED_TRACE("token \"" + token + "\"");
+    auto context = [&] {
+      auto c = std::make_unique<grpc::ClientContext>();
+      PrepareContext(*c, token, absl::Now() + absl::Seconds(5));
+      return c;
+    };
+    v1::SetRequest set;
+    set.set_ns("run/0");
+    set.set_key("secret");
+    set.set_value("forged");
+    v1::Ack ack;
+    EXPECT_EQ(store->Set(context().get(), set, &ack).error_code(), grpc::UNAUTHENTICATED);
+    v1::GetRequest get;
+    get.set_ns("run/0");
+    get.set_key("secret");
+    v1::GetResponse got;
+    EXPECT_EQ(store->Get(context().get(), get, &got).error_code(), grpc::UNAUTHENTICATED);
+    EXPECT_EQ(got.value(), "");
+    v1::JoinRequest join;
+    join.set_run_id("run");
+    join.set_num_machines(2);
+    join.set_local_processes(1);
+    v1::JoinResponse joined;
+    EXPECT_EQ(rendezvous->Join(context().get(), join, &joined).error_code(), grpc::UNAUTHENTICATED);
+    v1::ReportRequest report;
+    report.set_run_id("run");
+    report.set_machine_rank(1);
+    report.set_kind(v1::ReportRequest::FAILURE);
+    report.mutable_cause()->set_exit_code(42);
+    EXPECT_EQ(rendezvous->Report(context().get(), report, &ack).error_code(),
+              grpc::UNAUTHENTICATED);
+    v1::HeartbeatRequest heartbeat;
+    heartbeat.set_run_id("run");
+    EXPECT_EQ(rendezvous->Heartbeat(context().get(), heartbeat, &ack).error_code(),
+              grpc::UNAUTHENTICATED);
+    v1::WatchRequest watch;
+    watch.set_run_id("run");
+    auto c = context();
+    auto reader = rendezvous->Watch(c.get(), watch);
+    v1::Event event;
+    EXPECT_FALSE(reader->Read(&event));
+    EXPECT_EQ(reader->Finish().error_code(), grpc::UNAUTHENTICATED);
+  }
+  EXPECT_EQ(*Connect()->Get("secret", absl::ZeroDuration()), "42");
+}
+
+// A client with the token but not machine 1's secret (a third party who stole the token, or
+// another machine) cannot abort the job in machine 1's name: the attacker's exit code 42 never
+// reaches anyone.
+TEST_F(GrpcTest, AReportInAnotherMachinesNameIsRefused) {
+  std::vector<std::unique_ptr<RendezvousClient>> clients;
+  std::vector<absl::StatusOr<JoinResult>> joined(2);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    ClientOptions options;
+    options.endpoint = server_->endpoint();
+    options.token = "tok";
+    options.machine_rank = rank;  // no run_id: learned from the Join answer
+    clients.push_back(*NewGrpcRendezvousClient(options));
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      JoinRequest request;
+      request.machine_rank = rank;
+      request.num_machines = 2;
+      joined[rank] = clients[rank]->Join(request, absl::Now() + absl::Seconds(10));
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  ASSERT_TRUE(joined[0].ok() && joined[1].ok()) << joined[0].status() << joined[1].status();
+  EXPECT_EQ(joined[0]->run_id, "run");
+  EXPECT_NE(joined[0]->machine_secret, joined[1]->machine_secret);
+  absl::Notification got;
+  Event event;
+  ASSERT_TRUE(clients[0]
+                  ->Watch(0,
+                          [&](const Event& e) {
+                            event = e;
+                            got.Notify();
+                          })
+                  .ok());
+  ChannelOptions channel_options;
+  channel_options.endpoint = server_->endpoint();
+  auto rendezvous = v1::Rendezvous::NewStub(*MakeChannel(channel_options));
+  v1::ReportRequest forged;
+  forged.set_run_id("run");
+  forged.set_machine_rank(1);
+  forged.set_kind(v1::ReportRequest::FAILURE);
+  forged.mutable_cause()->set_exit_code(42);
+  forged.set_machine_secret(joined[0]->machine_secret);  // machine 0's, not machine 1's
+  grpc::ClientContext context;
+  PrepareContext(context, "tok", absl::Now() + absl::Seconds(5));
+  v1::Ack ack;
+  const grpc::Status status = rendezvous->Report(&context, forged, &ack);
+  EXPECT_EQ(status.error_code(), grpc::PERMISSION_DENIED) << status.error_message();
+  EXPECT_FALSE(got.WaitForNotificationWithTimeout(absl::Milliseconds(500)));
+  RootCause cause;
+  cause.exit_code = 7;
+  ASSERT_TRUE(clients[1]->ReportFailure(0, cause).ok());  // machine 1 itself may
+  ASSERT_TRUE(got.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(event.kind, Event::Kind::kAbort);
+  EXPECT_EQ(event.root_cause.machine_rank, 1);
+  EXPECT_EQ(event.root_cause.exit_code, 7);
+  clients[0]->StopWatch();
+}
+
 TEST_F(GrpcTest, GarbageRequestBytesGetAnErrorStatus) {
   ChannelOptions channel_options;
   channel_options.endpoint = server_->endpoint();
@@ -145,6 +266,7 @@ TEST_F(GrpcTest, GarbageRequestBytesGetAnErrorStatus) {
 
 TEST_F(GrpcTest, ThousandsOfConcurrentWaitsAreReleasedByOneSet) {
   constexpr int kWaiters = 2000;
+  Restart(16 * 1024 * 1024);  // each waiter counts against the cap too
   ChannelOptions channel_options;
   channel_options.endpoint = server_->endpoint();
   auto channel = MakeChannel(channel_options);
@@ -279,6 +401,52 @@ TEST_F(GrpcTest, RestartRunsTheNextAttemptOnTheSameClients) {
   ASSERT_TRUE(clients[0]->ReportDone(1).ok());
   ASSERT_TRUE(clients[1]->ReportDone(1).ok());
   EXPECT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+}
+
+// Machine 0 exits (its server shuts down) as soon as it sees "done"; machine 1 reported done
+// but its watch reaches the server only now. It must read "done", not a lost server.
+TEST_F(GrpcTest, AWatchThatArrivesWhileTheServerShutsDownAfterTheEndReadsDone) {
+  std::vector<std::unique_ptr<RendezvousClient>> clients;
+  std::vector<std::thread> joiners;
+  std::vector<absl::StatusOr<JoinResult>> joined(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    ClientOptions options;
+    options.endpoint = server_->endpoint();
+    options.token = "tok";
+    options.run_id = "run";
+    options.machine_rank = rank;
+    clients.push_back(*NewGrpcRendezvousClient(options));
+    joiners.emplace_back([&, rank, client = clients.back().get()] {
+      JoinRequest request;
+      request.run_id = "run";
+      request.machine_rank = rank;
+      request.num_machines = 2;
+      joined[rank] = client->Join(request, absl::Now() + absl::Seconds(10));
+    });
+  }
+  for (std::thread& t : joiners) t.join();
+  ASSERT_TRUE(joined[0].ok() && joined[1].ok()) << joined[0].status() << joined[1].status();
+  absl::Notification zero_done;
+  ASSERT_TRUE(clients[0]->Watch(0, [&](const Event&) { zero_done.Notify(); }).ok());
+  ASSERT_TRUE(clients[1]->ReportDone(0).ok());
+  ASSERT_TRUE(clients[0]->ReportDone(0).ok());
+  ASSERT_TRUE(zero_done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  const absl::Time shutdown_at = absl::Now();
+  std::thread shutdown([&] { server_->Shutdown(absl::Seconds(5)); });
+  absl::SleepFor(absl::Milliseconds(300));  // the shutdown has begun
+  absl::Notification one_done;
+  Event event;
+  ASSERT_TRUE(clients[1]
+                  ->Watch(0,
+                          [&](const Event& e) {
+                            event = e;
+                            one_done.Notify();
+                          })
+                  .ok());
+  ASSERT_TRUE(one_done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(event.kind, Event::Kind::kDone) << event.root_cause.message;
+  shutdown.join();
+  EXPECT_LT(absl::Now() - shutdown_at, absl::Seconds(3)) << "the shutdown waited past the watch";
 }
 
 TEST(GrpcTlsTest, TlsServerServesTlsClientsAndRefusesPlaintext) {

@@ -73,10 +73,11 @@ class NetnsTest : public ::testing::Test {
     if (r.exit_code != 0) ADD_FAILURE() << "ip " << args[0] << " " << args[1] << ": " << r.err;
     return r.exit_code;
   }
-  // Runs both machines at once; returns their results.
+  // Runs both machines at once; returns their results. `machine1` adds options to machine 1.
   std::vector<RunResult> RunBoth(const std::vector<std::string>& program, int port,
                                  const std::function<void()>& meanwhile = nullptr,
-                                 const std::vector<std::string>& options = {}) {
+                                 const std::vector<std::string>& options = {},
+                                 const std::vector<std::string>& machine1 = {}) {
     std::vector<RunResult> results(2);
     std::vector<std::thread> threads;
     for (int m = 0; m < 2; ++m) {
@@ -90,8 +91,9 @@ class NetnsTest : public ::testing::Test {
         argv.push_back("--main_process_ip=" + addr_[0]);
         argv.push_back("--main_process_port=" + std::to_string(port));
         argv.insert(argv.end(), options.begin(), options.end());
+        if (m == 1) argv.insert(argv.end(), machine1.begin(), machine1.end());
         argv.insert(argv.end(), program.begin(), program.end());
-        results[m] = RunCommand(argv, {}, absl::Seconds(60));
+        results[m] = RunCommand(argv, {"ACCEL_RDZV_TOKEN=netns-test-token"}, absl::Seconds(60));
       });
     }
     if (meanwhile) meanwhile();
@@ -106,10 +108,12 @@ class NetnsTest : public ::testing::Test {
   bool created_ = false;
 };
 
-// No --run_id: the machines must agree on the default one by themselves.
+// No --run_id: machine 0 draws a random one and machine 1 learns it at the rendezvous.
 TEST_F(NetnsTest, EveryRankSeesItsRankAndTheWorldSize) {
-  auto results =
-      RunBoth({kFake, "--print_env=RANK,LOCAL_RANK,WORLD_SIZE,GROUP_RANK,MASTER_ADDR"}, 29561);
+  auto results = RunBoth(
+      {kFake, "--print_env=RANK,LOCAL_RANK,WORLD_SIZE,GROUP_RANK,MASTER_ADDR,TORCHELASTIC_RUN_ID"},
+      29561);
+  std::set<std::string> run_ids;
   for (int m = 0; m < 2; ++m) {
     SCOPED_TRACE("machine " + std::to_string(m));
     ASSERT_EQ(results[m].exit_code, kExitOk) << results[m].err;
@@ -123,8 +127,32 @@ TEST_F(NetnsTest, EveryRankSeesItsRankAndTheWorldSize) {
       EXPECT_EQ(env[rank]["WORLD_SIZE"], "4");
       EXPECT_EQ(env[rank]["GROUP_RANK"], std::to_string(m));
       EXPECT_EQ(env[rank]["MASTER_ADDR"], addr_[0]);
+      run_ids.insert(env[rank]["TORCHELASTIC_RUN_ID"]);
     }
   }
+  ASSERT_EQ(run_ids.size(), 1u);
+  EXPECT_TRUE(std::regex_match(*run_ids.begin(), std::regex("job-[0-9a-f]{16}")))
+      << *run_ids.begin();
+}
+
+// Machine 0's server listens on main_process_ip, its own address, not on every interface.
+TEST_F(NetnsTest, TheRendezvousServerListensOnMainProcessIpOnly) {
+  const int port = 29563;
+  std::string listening;
+  auto results = RunBoth({kFake, "--sleep=4"}, port, [&] {
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (absl::Now() < deadline && listening.find(std::to_string(port)) == std::string::npos) {
+      absl::SleepFor(absl::Milliseconds(200));
+      listening = RunCommand({ip_, "netns", "exec", ns_[0], "ss", "-Hltn"}).out;
+    }
+  });
+  for (int m = 0; m < 2; ++m) EXPECT_EQ(results[m].exit_code, kExitOk) << results[m].err;
+  // gRPC may listen on an IPv6 socket: then the address reads [::ffff:10.x.y.1].
+  EXPECT_THAT(listening,
+              ::testing::AnyOf(HasSubstr(" " + addr_[0] + ":" + std::to_string(port)),
+                               HasSubstr("[::ffff:" + addr_[0] + "]:" + std::to_string(port))));
+  EXPECT_THAT(listening, ::testing::Not(HasSubstr("0.0.0.0:" + std::to_string(port))));
+  EXPECT_THAT(listening, ::testing::Not(HasSubstr("*:" + std::to_string(port))));
 }
 
 TEST_F(NetnsTest, KilledWorkerOnMachineOneStopsBothMachinesFast) {
@@ -197,24 +225,45 @@ TEST_F(NetnsTest, MachineWhoseWorkersSucceededStillReportsTheOtherMachinesFailur
   const std::regex root(R"(root cause\s+1\s+\S+\s+3\s+1\s+\d+\s+exit code 4)");
   for (int m = 0; m < 2; ++m) {
     SCOPED_TRACE("machine " + std::to_string(m));
-    EXPECT_EQ(results[m].exit_code, 4) << results[m].err;
+    EXPECT_EQ(results[m].exit_code, kExitWorkerFailed) << results[m].err;  // 4 is in the report
     EXPECT_TRUE(std::regex_search(results[m].err, root)) << results[m].err;
   }
   EXPECT_THAT(results[0].err, HasSubstr("local workers finished, but the job was aborted"));
   EXPECT_THAT(results[0].err, HasSubstr("last stderr: bad batch"));
 }
 
+TEST_F(NetnsTest, MachineZeroLearnsWhyMachineOneWasRefusedAndExitsAtOnce) {
+  const absl::Time start = absl::Now();
+  auto results = RunBoth({kFake, "--sleep=30"}, 29566, nullptr, {"--rdzv_timeout=30"},
+                         {"--gradient_accumulation_steps=2"});
+  for (int m = 0; m < 2; ++m) {
+    SCOPED_TRACE("machine " + std::to_string(m));
+    EXPECT_EQ(results[m].exit_code, kExitRendezvous) << results[m].err;
+    EXPECT_THAT(results[m].err, HasSubstr("differ in gradient_accumulation_steps"));
+  }
+  EXPECT_THAT(results[0].err, HasSubstr("machine_rank 1 (host "));
+  EXPECT_THAT(results[0].err, HasSubstr("was refused, so this attempt cannot complete"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));  // not the 30 s rdzv_timeout
+}
+
 TEST_F(NetnsTest, FailureWithRestartsLeftRestartsEveryMachine) {
-  // Attempt 0: rank 3 (machine 1) fails; both machines rejoin attempt 1, which succeeds.
+  // Attempt 0: a worker fails (--fail_until_restart fails every rank: the first one is the
+  // cause); both machines rejoin attempt 1, which succeeds, and both name the same cause.
   auto results = RunBoth({kFake, "--print_env=TORCHELASTIC_RESTART_COUNT", "--sleep=0.3",
                           "--fail_rank=3", "--fail_sleep=0.3", "--fail_until_restart=1"},
                          29563, nullptr, {"--max_restarts", "1"});
+  const std::regex restart(
+      R"(restarting: attempt 1 of 2 \(cause: rank \d on machine \d \(host \S+\): exit code 1\))");
+  std::string cause[2];
   for (int m = 0; m < 2; ++m) {
     SCOPED_TRACE("machine " + std::to_string(m));
     EXPECT_EQ(results[m].exit_code, kExitOk) << results[m].err;
     EXPECT_THAT(results[m].out, HasSubstr("ENV TORCHELASTIC_RESTART_COUNT=1"));
-    EXPECT_THAT(results[m].err, HasSubstr("restarting: attempt 1"));
+    std::smatch match;
+    EXPECT_TRUE(std::regex_search(results[m].err, match, restart)) << results[m].err;
+    cause[m] = match.str();
   }
+  EXPECT_EQ(cause[0], cause[1]);
 }
 
 }  // namespace

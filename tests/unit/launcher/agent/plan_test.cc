@@ -1,8 +1,7 @@
-// Unit tests of the plan: device fallback rules and the exact worker
-// environment contract.
+// Unit tests of the plan: device fallback rules, what Accelerator() will see, the effective
+// values `config validate` shows, the printed plan.
 #include "launcher/agent/plan.h"
 
-#include <map>
 #include <string>
 #include <vector>
 
@@ -15,15 +14,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
-
-std::map<std::string, std::string> ToMap(const std::vector<std::string>& env) {
-  std::map<std::string, std::string> out;
-  for (const std::string& e : env) {
-    const auto eq = e.find('=');
-    EXPECT_TRUE(out.emplace(e.substr(0, eq), e.substr(eq + 1)).second) << "duplicate " << e;
-  }
-  return out;
-}
 
 Config TwoProcessConfig() {
   Config c;
@@ -54,7 +44,55 @@ TEST(PlanTest, NoGpuFallsBackToCpuAndFp16ToFp32WithOneNoticeEach) {
   EXPECT_EQ(plan->nproc_per_machine, 2);
   ASSERT_THAT(plan->notices, SizeIs(2));
   EXPECT_THAT(plan->notices[0], HasSubstr("no CUDA-capable device"));
+  EXPECT_THAT(plan->notices[0],
+              HasSubstr("running on CPU (MULTI_CPU over gloo instead of MULTI_GPU)"));
   EXPECT_THAT(plan->notices[1], HasSubstr("fp32"));
+  EXPECT_EQ(plan->distributed_type, DistributedType::kMultiCpu);
+}
+
+TEST(PlanTest, DistributedTypeIsWhatAcceleratorWillSee) {
+  Config one;
+  auto single = MakePlan(one, 1, "");
+  ASSERT_TRUE(single.ok());
+  EXPECT_EQ(single->distributed_type, DistributedType::kNo);
+  EXPECT_FALSE(single->torchrun_env);  // accelerate launch sets no RANK for one process
+  Config two = TwoProcessConfig();
+  auto gpus = MakePlan(two, 2, "");
+  ASSERT_TRUE(gpus.ok());
+  EXPECT_EQ(gpus->distributed_type, DistributedType::kMultiGpu);
+  EXPECT_TRUE(gpus->torchrun_env);
+  two.use_cpu = true;
+  auto cpus = MakePlan(two, 2, "");
+  ASSERT_TRUE(cpus.ok());
+  EXPECT_EQ(cpus->distributed_type, DistributedType::kMultiCpu);
+}
+
+TEST(PlanTest, EffectiveValuesNameEveryFallbackWithItsReason) {
+  Config c = TwoProcessConfig();
+  c.distributed_type = DistributedType::kMultiGpu;
+  c.mixed_precision = MixedPrecision::kFp16;
+  auto plan = MakePlan(c, 0, "cuInit failed");
+  ASSERT_TRUE(plan.ok());
+  EffectiveValues effective = EffectiveValuesOf(c, *plan, "cuInit failed");
+  EXPECT_EQ(effective["mixed_precision"].value, "'no'");
+  EXPECT_EQ(effective["mixed_precision"].reason, "fp16 needs a GPU; running in fp32 on CPU");
+  EXPECT_EQ(effective["distributed_type"].value, "MULTI_CPU");
+  EXPECT_EQ(effective["use_cpu"].value, "true");
+  EXPECT_THAT(effective["use_cpu"].reason, HasSubstr("no GPU found (cuInit failed)"));
+  EXPECT_EQ(effective.count("num_processes"), 0u);
+
+  Config four;
+  four.num_processes = 4;
+  auto fewer = MakePlan(four, 2, "");
+  ASSERT_TRUE(fewer.ok());
+  effective = EffectiveValuesOf(four, *fewer, "");
+  EXPECT_EQ(effective["num_processes"].value, "2");
+  EXPECT_EQ(effective.count("mixed_precision"), 0u);
+  Config cpu = TwoProcessConfig();
+  cpu.use_cpu = true;
+  auto asked = MakePlan(cpu, 0, "");
+  ASSERT_TRUE(asked.ok());
+  EXPECT_TRUE(EffectiveValuesOf(cpu, *asked, "").empty());  // nothing fell back
 }
 
 TEST(PlanTest, Bf16StaysOnCpu) {
@@ -97,9 +135,6 @@ TEST(PlanTest, GpuIdsBecomeCudaVisibleDevices) {
   auto plan = MakePlan(c, 4, "");
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->cuda_visible_devices, "1,3");
-  auto env = ToMap(WorkerEnv(*plan, RendezvousResult{}, 0, WorkerFiles{"/e", ""},
-                             {"CUDA_VISIBLE_DEVICES=0,1,2,3"}));
-  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "1,3");
 }
 
 TEST(PlanTest, GpuIdBeyondTheMachineIsAnError) {
@@ -108,62 +143,6 @@ TEST(PlanTest, GpuIdBeyondTheMachineIsAnError) {
   auto plan = MakePlan(c, 2, "");
   ASSERT_FALSE(plan.ok());
   EXPECT_THAT(plan.status().message(), HasSubstr("names GPU 7"));
-}
-
-TEST(PlanTest, WorkerEnvIsTheExactContract) {
-  Config c;
-  c.num_machines = 2;
-  c.num_processes = 4;
-  c.machine_rank = 1;
-  c.run_id = "r1";
-  c.max_restarts = 3;
-  c.gradient_accumulation_steps = 4;
-  c.use_cpu = true;
-  c.debug = true;
-  auto plan = MakePlan(c, 0, "");
-  ASSERT_TRUE(plan.ok());
-  RendezvousResult rdzv;
-  rdzv.base_rank = 2;
-  rdzv.world_size = 4;
-  rdzv.master_addr = "10.0.0.1";
-  rdzv.master_port = 29501;
-  rdzv.store_endpoint = "10.0.0.1:29500";
-  rdzv.local_addr = "10.0.0.2";
-  rdzv.token = "secret";
-  rdzv.attempt = 1;
-  const std::vector<std::string> base = {"PATH=/bin", "RANK=99", "ACCEL_STORE_ENDPOINT=stale",
-                                         "HOME=/root"};
-  auto env = ToMap(WorkerEnv(*plan, rdzv, 1, WorkerFiles{"/tmp/e.json", "/tmp/p"}, base));
-  const std::map<std::string, std::string> want = {
-      {"PATH", "/bin"},
-      {"HOME", "/root"},
-      {"RANK", "3"},
-      {"LOCAL_RANK", "1"},
-      {"WORLD_SIZE", "4"},
-      {"LOCAL_WORLD_SIZE", "2"},
-      {"GROUP_RANK", "1"},
-      {"GROUP_WORLD_SIZE", "2"},
-      {"ROLE_RANK", "3"},
-      {"ROLE_NAME", "default"},
-      {"MASTER_ADDR", "10.0.0.1"},
-      {"MASTER_PORT", "29501"},
-      {"TORCHELASTIC_RESTART_COUNT", "1"},
-      {"TORCHELASTIC_MAX_RESTARTS", "3"},
-      {"TORCHELASTIC_RUN_ID", "r1"},
-      {"OMP_NUM_THREADS", "1"},
-      {"ACCELERATE_MIXED_PRECISION", "no"},
-      {"ACCELERATE_USE_CPU", "true"},
-      {"ACCELERATE_DEBUG_MODE", "true"},
-      {"ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "4"},
-      {"ACCEL_STORE_ENDPOINT", "10.0.0.1:29500"},
-      {"ACCEL_RDZV_TOKEN", "secret"},
-      {"ACCEL_ERROR_FILE", "/tmp/e.json"},
-      {"ACCEL_BACKEND", "gloo"},
-      {"ACCEL_PROGRESS_FILE", "/tmp/p"},
-      {"ACCEL_COLLECTIVE_TIMEOUT_MS", "300000"},  // libaccel's, above the default hang timeout
-      {"ACCEL_LOCAL_ADDR", "10.0.0.2"},
-  };
-  EXPECT_EQ(env, want);
 }
 
 TEST(PlanTest, HangDetectionWatchesTwoOrMoreProcessesAndCollectivesOutlastIt) {
@@ -189,27 +168,6 @@ TEST(PlanTest, HangDetectionWatchesTwoOrMoreProcessesAndCollectivesOutlastIt) {
   EXPECT_EQ(CollectiveTimeoutMs(1e12), 1 << 30);  // clamped to what the worker reads
 }
 
-TEST(PlanTest, UserOmpNumThreadsIsKeptAndOneProcessGetsNone) {
-  Config c = TwoProcessConfig();
-  c.use_cpu = true;
-  auto plan = MakePlan(c, 0, "");
-  ASSERT_TRUE(plan.ok());
-  auto env =
-      ToMap(WorkerEnv(*plan, RendezvousResult{}, 0, WorkerFiles{"/e", ""}, {"OMP_NUM_THREADS=8"}));
-  EXPECT_EQ(env["OMP_NUM_THREADS"], "8");
-
-  Config one;
-  one.use_cpu = true;
-  auto single = MakePlan(one, 0, "");
-  ASSERT_TRUE(single.ok());
-  auto env1 = ToMap(WorkerEnv(*single, RendezvousResult{}, 0, WorkerFiles{"/e", ""}, {}));
-  EXPECT_EQ(env1.count("OMP_NUM_THREADS"), 0u);
-  EXPECT_EQ(env1.count("ACCEL_STORE_ENDPOINT"), 0u);
-  EXPECT_EQ(env1.count("ACCEL_PROGRESS_FILE"), 0u);
-  EXPECT_EQ(env1["WORLD_SIZE"], "1");
-  EXPECT_EQ(env1["RANK"], "0");
-}
-
 TEST(PlanTest, FormatPlanNamesEverythingTheUserNeeds) {
   Config c;
   c.num_machines = 2;
@@ -222,15 +180,59 @@ TEST(PlanTest, FormatPlanNamesEverythingTheUserNeeds) {
   auto plan = MakePlan(c, 0, "");
   ASSERT_TRUE(plan.ok());
   plan->rendezvous_endpoint = "10.0.0.1:29500";
+  plan->set_gradient_accumulation = true;  // the agent knows it came from the user
   const std::string text = FormatPlan(*plan, {"train.bin", "--epochs", "3"});
   EXPECT_THAT(text, HasSubstr("machines:            2 (this is machine 1)"));
   EXPECT_THAT(text, HasSubstr("processes/machine:   2 (world size 4)"));
   EXPECT_THAT(text, HasSubstr("ranks here:          2-3"));
   EXPECT_THAT(text, HasSubstr("devices:             cpu"));
+  EXPECT_THAT(text, HasSubstr("distributed type:    MULTI_CPU"));
   EXPECT_THAT(text, HasSubstr("precision:           bf16"));
   EXPECT_THAT(text, HasSubstr("accumulation steps:  8"));
   EXPECT_THAT(text, HasSubstr("rendezvous:          10.0.0.1:29500"));
   EXPECT_THAT(text, HasSubstr("train.bin --epochs 3"));
+  EXPECT_THAT(text, HasSubstr("MASTER_PORT:         a free port on machine 0\n"));
+}
+
+TEST(PlanTest, FormatSaysWhatTheWorkersGetForTheirOwnSettings) {
+  Config c;
+  c.use_cpu = true;
+  auto plan = MakePlan(c, 0, "");
+  ASSERT_TRUE(plan.ok());
+  // One process under accelerate's words: no MASTER_PORT, and the program's own accumulation.
+  std::string text = FormatPlan(*plan, {"train.py"});
+  EXPECT_THAT(text,
+              HasSubstr("accumulation steps:  the program's own (not set on the launcher)\n"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("MASTER_PORT")));
+  plan->set_gradient_accumulation = true;
+  plan->gradient_accumulation_steps = 4;
+  plan->torchrun_env = true;
+  plan->fixed_master_port = 29555;
+  text = FormatPlan(*plan, {"train.py"});
+  EXPECT_THAT(text, HasSubstr("accumulation steps:  4\n"));
+  EXPECT_THAT(text, HasSubstr("MASTER_PORT:         29555 (main_process_port)\n"));
+  plan->fixed_master_port = 0;
+  EXPECT_THAT(FormatPlan(*plan, {"train.py"}), HasSubstr("MASTER_PORT:         a free port\n"));
+  EXPECT_THAT(text, HasSubstr("DDP overlap:"));
+}
+
+TEST(PlanTest, DdpOverlapIsOffWhenProcessesTimesThreadsFillTheCores) {
+  Config c;
+  c.num_processes = 2;
+  c.use_cpu = true;
+  auto plan = MakePlan(c, 0, "");
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(DescribeDdpOverlap(*plan, nullptr, nullptr, 2),
+            "off: 2 processes x 1 threads >= 2 cores");
+  EXPECT_EQ(DescribeDdpOverlap(*plan, nullptr, nullptr, 16),
+            "on: 2 processes x 1 threads < 16 cores");
+  EXPECT_EQ(DescribeDdpOverlap(*plan, "8", nullptr, 16),
+            "off: 2 processes x 8 threads >= 16 cores");
+  EXPECT_EQ(DescribeDdpOverlap(*plan, nullptr, "ON", 2), "on (ACCEL_OVERLAP=on)");
+  plan->use_cpu = false;
+  EXPECT_EQ(DescribeDdpOverlap(*plan, nullptr, nullptr, 2), "on (GPU)");
+  plan->world_size = 1;
+  EXPECT_EQ(DescribeDdpOverlap(*plan, nullptr, nullptr, 2), "none (world size 1)");
 }
 
 }  // namespace

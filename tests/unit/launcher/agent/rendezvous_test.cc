@@ -44,6 +44,8 @@ class AgentRendezvousTest : public ::testing::Test {
     result.master_addr = "10.0.0.1";
     result.master_port = 29501;
     result.store_endpoint = "10.0.0.1:29500";
+    result.self = rendezvous::MachineEntry{1, "node1", "10.0.0.2", 2, 2};
+    result.run_id = "run7";
     fake_->SetJoinResult(result);
   }
   bool AbortFired() {
@@ -67,10 +69,13 @@ TEST_F(AgentRendezvousTest, JoinReturnsTheWorkersRendezvousAndStartsWatching) {
   EXPECT_EQ(joined->store_endpoint, "10.0.0.1:29500");
   EXPECT_EQ(joined->token, "tok");
   EXPECT_EQ(joined->attempt, 2);
+  EXPECT_EQ(joined->local_addr, "10.0.0.2");  // its own entry, without the whole list
+  EXPECT_EQ(joined->run_id, "run7");
   EXPECT_TRUE(fake_->watching());
   ASSERT_EQ(fake_->joins().size(), 1u);
   EXPECT_EQ(fake_->joins()[0].run_id, "run7");
   EXPECT_EQ(fake_->joins()[0].local_processes, 2);
+  EXPECT_FALSE(fake_->joins()[0].want_machines);
   EXPECT_FALSE(AbortFired());
 }
 
@@ -102,7 +107,7 @@ TEST_F(AgentRendezvousTest, AbortEventWakesTheSupervisorWithTheRemoteRootCause) 
   EXPECT_EQ(remote.local_rank, 1);
   EXPECT_EQ(remote.pid, 4242);
   EXPECT_EQ(remote.detail, "error file: NaN loss");
-  EXPECT_EQ(agent_->RemoteExitCode(), 7);
+  EXPECT_EQ(agent_->RemoteExitCode(), kExitWorkerFailed);  // its own code is in the report
 }
 
 TEST_F(AgentRendezvousTest, RestartAndServerLostEvents) {
@@ -212,6 +217,7 @@ TEST(MakeJoinRequestTest, SendsTheWorldAfterTheFewerGpusFallbackLikeTheServerExp
   EXPECT_EQ(request.num_machines, 1);
   EXPECT_EQ(request.hostname, "host0");
   EXPECT_EQ(request.config_fingerprint.at("backend"), "nccl");
+  EXPECT_EQ(request.config_fingerprint.at("hang_timeout"), "60");
 }
 
 }  // namespace

@@ -16,8 +16,8 @@
 namespace accel::launcher {
 namespace {
 
-using ::testing::HasSubstr;
 using accel::testing::TempDir;
+using ::testing::HasSubstr;
 
 class CliTest : public ::testing::Test {
  protected:
@@ -123,7 +123,7 @@ TEST_F(CliTest, InvalidConfigIsAUsageErrorWithAllProblems) {
   EXPECT_TRUE(requests_.empty());
   // File positions first, in order; then the rest.
   EXPECT_EQ(err_.str(),
-            "[accel-launch] num_processes is 3: distributed_type NO becomes MULTI_GPU\n" + file +
+            file +
                 ":1:15: malformed YAML: missing space after ':' (write 'num_processes: 3')\n"
                 "num_processes:3\n"
                 "              ^\n" +

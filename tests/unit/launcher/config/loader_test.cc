@@ -6,8 +6,13 @@
 #include <filesystem>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "launcher/config/schema.h"
 #include "launcher/config/validate.h"
+#include "launcher/config/writer.h"
+#include "tests/testing/files.h"
 
 namespace accel::launcher {
 namespace {
@@ -61,10 +66,12 @@ TEST(ConfigLoaderTest, ReadsAcceleratesOldSpellings) {
   Config c;
   EXPECT_EQ(Problems("distributed_type: NO\nfp16: true\ndynamo_backend: 'NO'\n", &c), "");
   EXPECT_EQ(c.mixed_precision, MixedPrecision::kFp16);
-  EXPECT_EQ(Problems("dynamo_backend: INDUCTOR\n"),
-            "cfg.yaml:1:17: dynamo_backend: torch.compile (dynamo_backend) is not supported by "
-            "accel-launch; remove it or set it off\n"
-            "dynamo_backend: INDUCTOR\n"
+  EXPECT_EQ(Problems("dynamo_backend: inductor\n", &c), "");
+  EXPECT_EQ(c.dynamo_backend, "INDUCTOR");
+  EXPECT_EQ(Problems("dynamo_backend: INDUCTR\n"),
+            "cfg.yaml:1:17: dynamo_backend: expected a torch dynamo backend (NO, INDUCTOR, EAGER, "
+            "AOT_EAGER, CUDAGRAPHS, ...), got 'INDUCTR'; did you mean 'INDUCTOR'?\n"
+            "dynamo_backend: INDUCTR\n"
             "                ^\n");
 }
 
@@ -116,11 +123,11 @@ TEST(ConfigLoaderTest, WrongTypesPointAtTheValue) {
             "              ^\n");
 }
 
-TEST(ConfigLoaderTest, EmptyValuePointsAfterTheColon) {
-  EXPECT_EQ(Problems("num_processes:\nuse_cpu: true\n"),
-            "cfg.yaml:1:15: num_processes: expected an integer, got nothing\n"
-            "num_processes:\n"
-            "              ^\n");
+TEST(ConfigLoaderTest, AWrongValueOfAnEmptyLookingKindPointsAfterTheColon) {
+  EXPECT_EQ(Problems("num_processes: []\nuse_cpu: true\n"),
+            "cfg.yaml:1:16: num_processes: expected an integer, got a list\n"
+            "num_processes: []\n"
+            "               ^\n");
 }
 
 TEST(ConfigLoaderTest, EnumsSuggestAndRejectUnsupported) {
@@ -209,6 +216,72 @@ TEST(ConfigLoaderTest, DeepNestingIsAnErrorNotACrash) {
   EXPECT_NE(out.find("malformed YAML: nested too deeply"), std::string::npos);
 }
 
+// The 354-byte bomb from the issue: nine levels of nine aliases, 9^9 values once expanded.
+std::string AliasBomb() {
+  std::string text = "a: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n";
+  for (char level = 'b'; level <= 'i'; ++level) {
+    const char below = static_cast<char>(level - 1);
+    text += std::string(1, level) + ": &" + level + " [";
+    for (int i = 0; i < 9; ++i) text += std::string(i ? "," : "") + "*" + below;
+    text += "]\n";
+  }
+  return text;
+}
+
+TEST(ConfigLoaderTest, AnAliasBombIsRefusedBeforeItExpands) {
+  const std::string bomb = AliasBomb();
+  ASSERT_LT(bomb.size(), 400u);
+  const absl::Time start = absl::Now();
+  const std::string out = Problems(bomb);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  EXPECT_EQ(out.rfind("cfg.yaml:", 0), 0u) << out.substr(0, 300);
+  EXPECT_NE(out.find("malformed YAML: more than 10000 values once aliases (*name) are expanded"),
+            std::string::npos)
+      << out.substr(0, 300);
+  // A few aliases, as people use them, are fine.
+  EXPECT_EQ(Problems("num_processes: 2\ngpu_ids: &ids [0, 1]\nranks_filter: *ids\n"), "");
+}
+
+TEST(ConfigLoaderTest, AFileOverTheSizeLimitIsRefusedUnread) {
+  testing::TempDir dir;
+  const std::string path =
+      dir.Write("big.yaml", "num_processes: 1\n" + std::string(2 << 20, '#') + "\n");
+  Config c;
+  SourceMap sources;
+  EXPECT_EQ(FormatDiagnostics(ApplyConfigFile(path, &c, &sources)),
+            path +
+                ": read config file: larger than 1048576 bytes; a config file is a few "
+                "hundred bytes (is this the right file?)\n");
+}
+
+TEST(ConfigLoaderTest, ARelativeTokenFileIsNextToTheConfigFile) {
+  testing::TempDir dir;
+  Config c;
+  SourceMap sources;
+  const std::string path = dir.Write("node/cfg.yaml", "rdzv_token_file: rdzv_token\n");
+  EXPECT_TRUE(ApplyConfigFile(path, &c, &sources).empty());
+  EXPECT_EQ(c.rdzv_token_file, dir.path() + "/node/rdzv_token");
+  ApplyConfigFile(dir.Write("abs.yaml", "rdzv_token_file: /etc/token\n"), &c, &sources);
+  EXPECT_EQ(c.rdzv_token_file, "/etc/token");
+}
+
+TEST(ConfigLoaderTest, CountsHaveUpperBounds) {
+  EXPECT_EQ(Problems("num_processes: 1000000000\n"),
+            "cfg.yaml:1:16: num_processes 1000000000 is more than the limit of 1048576 (the "
+            "total over all machines)\n"
+            "num_processes: 1000000000\n"
+            "               ^\n");
+  EXPECT_EQ(Problems("num_machines: 100000\n"),
+            "cfg.yaml:1:15: num_machines 100000 is more than the limit of 65536\n"
+            "num_machines: 100000\n"
+            "              ^\n");
+  EXPECT_EQ(Problems("num_processes: 2048\n"),
+            "cfg.yaml:1:16: num_processes 2048 over 1 machine(s) is 2048 processes per machine, "
+            "more than the limit of 1024\n"
+            "num_processes: 2048\n"
+            "               ^\n");
+}
+
 TEST(ConfigLoaderTest, DuplicateKey) {
   EXPECT_EQ(Problems("num_processes: 1\nnum_processes: 1\n"),
             "cfg.yaml:2:1: duplicate key 'num_processes' (first set on line 1)\n"
@@ -232,6 +305,95 @@ TEST(ConfigLoaderTest, RejectedValueDoesNotCauseFollowUpErrors) {
             "cfg.yaml:1:15: num_machines: expected an integer, got 'two'\n"
             "num_machines: two\n"
             "              ^\n");
+}
+
+// Every key of the schema: `key: null`, `key: ~` and `key:` mean "unset", as accelerate's loader
+// reads them, and leave the key's default in place without a problem.
+TEST(ConfigLoaderTest, NullTildeAndEmptyAreUnsetForEveryKey) {
+  const std::string defaults = ToConfigYaml(Config{});
+  for (const KeySpec& spec : Schema()) {
+    for (const char* unset : {" null", " ~", "", " Null", " NULL"}) {
+      const std::string text = absl::StrCat(spec.name, ":", unset, "\n");
+      Config c;
+      SourceMap sources;
+      EXPECT_EQ(FormatDiagnostics(ApplyConfigText("cfg.yaml", text, &c, &sources)), "") << text;
+      EXPECT_EQ(ToConfigYaml(c), defaults) << text;
+      EXPECT_EQ(sources.count(std::string(spec.name)), 0u) << text << " is not the default's";
+    }
+  }
+}
+
+// What accelerate up to 0.15 wrote for one machine: every unset key as null.
+TEST(ConfigLoaderTest, AcceleratesNullsForOneMachineValidate) {
+  Config c;
+  EXPECT_EQ(Problems("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_CPU\n"
+                     "gpu_ids: null\nmachine_rank: 0\nmain_process_ip: null\n"
+                     "main_process_port: null\nnum_machines: 1\nnum_processes: 2\n"
+                     "command_file: null\ncommands: null\ntpu_name: null\nuse_cpu: true\n",
+                     &c),
+            "");
+  EXPECT_EQ(c.main_process_port, 0);
+  EXPECT_EQ(c.gpu_ids, "all");
+  EXPECT_EQ(c.num_processes, 2);
+}
+
+TEST(ConfigLoaderTest, JsonAsAccelerateConfigDefaultWritesIt) {
+  Config c;
+  SourceMap sources;
+  const char* json = R"({
+  "compute_environment": "LOCAL_MACHINE",
+  "debug": false,
+  "distributed_type": "MULTI_CPU",
+  "downcast_bf16": false,
+  "main_process_port": null,
+  "mixed_precision": "bf16",
+  "num_processes": 2,
+  "use_cpu": true
+})";
+  for (const char* path : {"default_config.yaml", "cfg.json"}) {
+    c = Config{};
+    EXPECT_EQ(FormatDiagnostics(ApplyConfigText(path, json, &c, &sources)), "") << path;
+    EXPECT_EQ(c.distributed_type, DistributedType::kMultiCpu);
+    EXPECT_EQ(c.mixed_precision, MixedPrecision::kBf16);
+    EXPECT_EQ(c.num_processes, 2);
+    EXPECT_TRUE(c.use_cpu);
+    EXPECT_EQ(sources.at("num_processes").line, 8);
+  }
+  EXPECT_EQ(FormatDiagnostics(ApplyConfigText("bad.json", "{\"num_processes\": 2\n", &c, &sources)),
+            "bad.json:1:20: malformed JSON: end of map flow not found\n"
+            "{\"num_processes\": 2\n"
+            "                   ^\n");
+}
+
+TEST(ConfigLoaderTest, AnEmptyFileIsSaidToBeEmpty) {
+  for (const char* text : {"", "\n# nothing here\n", "{}"}) {
+    Config c;
+    SourceMap sources;
+    bool empty = false;
+    EXPECT_EQ(FormatDiagnostics(ApplyConfigText("cfg.yaml", text, &c, &sources, &empty)), "");
+    EXPECT_TRUE(empty) << text;
+  }
+  Config c;
+  SourceMap sources;
+  bool empty = true;
+  ApplyConfigText("cfg.yaml", "main_process_ip: null\n", &c, &sources, &empty);
+  EXPECT_FALSE(empty);  // a key, unset: not an empty file
+}
+
+TEST(ConfigLoaderTest, DynamoConfigSetsTheDynamoKeys) {
+  Config c;
+  EXPECT_EQ(Problems("dynamo_config:\n  dynamo_backend: INDUCTOR\n  dynamo_mode: reduce-overhead\n"
+                     "  dynamo_use_fullgraph: true\n  dynamo_use_dynamic: false\n",
+                     &c),
+            "");
+  EXPECT_EQ(c.dynamo_backend, "INDUCTOR");
+  EXPECT_EQ(c.dynamo_mode, "reduce-overhead");
+  EXPECT_TRUE(c.dynamo_use_fullgraph);
+  EXPECT_EQ(Problems("dynamo_config:\n  dynamo_backnd: EAGER\n"),
+            "cfg.yaml:2:3: dynamo_config: unknown dynamo_config key 'dynamo_backnd'; did you mean "
+            "'dynamo_backend'?\n"
+            "  dynamo_backnd: EAGER\n"
+            "  ^\n");
 }
 
 TEST(ConfigLoaderTest, UnreadableFile) {

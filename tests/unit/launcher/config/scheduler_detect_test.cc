@@ -44,12 +44,25 @@ TEST(SchedulerDetectTest, SlurmValues) {
                                                 {"SLURM_JOB_NODELIST", "node[10-13]"}}));
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(info->name, "Slurm");
-  ASSERT_EQ(info->values.size(), 3u);
+  ASSERT_EQ(info->values.size(), 4u);
   EXPECT_EQ(info->values[0].key, "machine_rank");
   EXPECT_EQ(info->values[0].value, "3");
   EXPECT_EQ(info->values[1].value, "4");
   EXPECT_EQ(info->values[2].key, "main_process_ip");
   EXPECT_EQ(info->values[2].value, "node10");
+  EXPECT_EQ(info->values[3].key, "main_process_port");
+  EXPECT_EQ(info->values[3].value, "10001");
+  EXPECT_TRUE(info->values[3].fallback);
+  EXPECT_EQ(info->values[3].origin, "SLURM_JOB_ID=1 (port 10000 + job id % 10000)");
+}
+
+TEST(SchedulerDetectTest, SlurmPortFollowsTheJobId) {
+  auto info = DetectScheduler(FixedEnvironment({{"SLURM_JOB_ID", "123456"}}));
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->values.size(), 1u);
+  EXPECT_EQ(info->values[0].value, "13456");
+  EXPECT_EQ(DetectScheduler(FixedEnvironment({{"SLURM_JOB_ID", "x"}})).status().message(),
+            "read SLURM_JOB_ID: expected a non-negative integer, got 'x'");
 }
 
 TEST(SchedulerDetectTest, OpenMpiValues) {
@@ -60,6 +73,29 @@ TEST(SchedulerDetectTest, OpenMpiValues) {
   ASSERT_EQ(info->values.size(), 2u);
   EXPECT_EQ(info->values[0].origin, "OMPI_COMM_WORLD_RANK=1");
   EXPECT_EQ(info->values[1].origin, "OMPI_COMM_WORLD_SIZE=2");
+}
+
+TEST(SchedulerDetectTest, KubernetesIndexedJobGivesTheMachineRank) {
+  auto info =
+      DetectScheduler(FixedEnvironment({{"JOB_COMPLETION_INDEX", "2"}, {"HOSTNAME", "train-2"}}));
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->name, "Kubernetes");
+  ASSERT_EQ(info->values.size(), 1u);
+  EXPECT_EQ(info->values[0].key, "machine_rank");
+  EXPECT_EQ(info->values[0].value, "2");
+  EXPECT_EQ(info->values[0].origin, "JOB_COMPLETION_INDEX=2");
+  EXPECT_EQ(DetectScheduler(FixedEnvironment({{"JOB_COMPLETION_INDEX", "-1"}})).status().message(),
+            "read JOB_COMPLETION_INDEX: expected a non-negative integer, got '-1'");
+}
+
+TEST(SchedulerDetectTest, SlurmAndOpenMpiComeBeforeKubernetes) {
+  auto slurm = DetectScheduler(FixedEnvironment(
+      {{"SLURM_JOB_ID", "1"}, {"SLURM_NODEID", "0"}, {"JOB_COMPLETION_INDEX", "3"}}));
+  EXPECT_EQ(slurm->name, "Slurm");
+  auto mpi = DetectScheduler(
+      FixedEnvironment({{"OMPI_COMM_WORLD_RANK", "1"}, {"JOB_COMPLETION_INDEX", "3"}}));
+  EXPECT_EQ(mpi->name, "Open MPI");
+  EXPECT_EQ(mpi->values[0].value, "1");
 }
 
 TEST(SchedulerDetectTest, NothingOrGarbage) {

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace accel::rendezvous {
 namespace {
 
@@ -75,6 +77,7 @@ class CoordinatorTest : public ::testing::Test {
     w.set_run_id("r1");
     w.set_machine_rank(rank);
     w.set_attempt(attempt);
+    w.set_machine_secret(SecretOf(rank));
     absl::StatusOr<JoinCoordinator::Id> id = coordinator_->Watch(w, sink);
     EXPECT_TRUE(id.ok()) << id.status();
     watch_ids_[rank] = id.ok() ? *id : 0;
@@ -90,7 +93,17 @@ class CoordinatorTest : public ::testing::Test {
     r.set_kind(kind);
     r.mutable_cause()->set_machine_rank(rank);
     r.mutable_cause()->set_message(message);
+    r.set_machine_secret(SecretOf(rank));
     return coordinator_->Report(r, kT0);
+  }
+
+  // Returns `rank`'s machine secret from its last successful Join answer ("" without one).
+  std::string SecretOf(int rank) {
+    const auto& results = results_[rank];
+    for (auto it = results.rbegin(); it != results.rend(); ++it) {
+      if (it->ok()) return (*it)->machine_secret();
+    }
+    return "";
   }
 
   ServerOptions options_;
@@ -133,6 +146,80 @@ TEST_F(CoordinatorTest, MachineListOnlyForThoseWhoAskForIt) {
   EXPECT_EQ(results_[0][0]->machines_size(), 3);
   EXPECT_EQ(results_[1][0]->machines_size(), 0);
   EXPECT_EQ(results_[1][0]->base_rank(), 1);
+}
+
+TEST_F(CoordinatorTest, TheDefaultAnswerIsTheCallersOwnEntryWithoutTheList) {
+  for (int rank = 0; rank < 3; ++rank) {
+    v1::JoinRequest r = Request(rank, rank + 1);
+    r.set_want_machines(false);
+    Join(r);
+  }
+  std::set<std::string> secrets;
+  for (int rank = 0; rank < 3; ++rank) {
+    ASSERT_TRUE(results_[rank][0].ok()) << results_[rank][0].status();
+    const v1::JoinResponse& r = *results_[rank][0];
+    EXPECT_EQ(r.machines_size(), 0);
+    EXPECT_EQ(r.self().machine_rank(), rank);
+    EXPECT_EQ(r.self().address(), "10.0.0." + std::to_string(rank + 1));
+    EXPECT_EQ(r.self().base_rank(), rank == 0 ? 0 : rank == 1 ? 1 : 3);
+    EXPECT_EQ(r.self().local_processes(), rank + 1);
+    EXPECT_EQ(r.run_id(), "r1");
+    EXPECT_EQ(r.machine_secret().size(), 32u);
+    secrets.insert(r.machine_secret());
+  }
+  EXPECT_EQ(secrets.size(), 3u);
+}
+
+TEST_F(CoordinatorTest, AJoinWithoutARunIdJoinsTheServersRun) {
+  for (int rank = 0; rank < 3; ++rank) {
+    v1::JoinRequest r = Request(rank, 1);
+    if (rank > 0) r.clear_run_id();
+    Join(r);
+  }
+  ASSERT_TRUE(results_[2][0].ok()) << results_[2][0].status();
+  EXPECT_EQ(results_[2][0]->run_id(), "r1");
+  v1::JoinRequest wrong = Request(0, 1, "other");
+  wrong.set_run_id("r2");
+  Join(wrong);
+  EXPECT_THAT(results_[0].back().status().message(), HasSubstr("run id mismatch"));
+}
+
+TEST_F(CoordinatorTest, OnlyAMachinesOwnAgentCanReportWatchOrHeartbeatForIt) {
+  JoinAll({1, 1, 1});
+  auto s0 = WatchAs(0);
+  // A client with the token but not machine 1's secret (another machine, or a third party).
+  v1::ReportRequest forged;
+  forged.set_run_id("r1");
+  forged.set_machine_rank(1);
+  forged.set_kind(v1::ReportRequest::FAILURE);
+  forged.mutable_cause()->set_exit_code(42);
+  for (const std::string& secret : {std::string(), SecretOf(2), SecretOf(1).substr(1)}) {
+    forged.set_machine_secret(secret);
+    const absl::Status status = coordinator_->Report(forged, kT0);
+    EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied) << status;
+    EXPECT_THAT(status.message(), HasSubstr("machine_rank 1: the call does not carry"));
+  }
+  v1::HeartbeatRequest hb;
+  hb.set_run_id("r1");
+  hb.set_machine_rank(1);
+  hb.set_machine_secret(SecretOf(2));
+  EXPECT_EQ(coordinator_->Heartbeat(hb, kT0).code(), absl::StatusCode::kPermissionDenied);
+  v1::WatchRequest w;
+  w.set_run_id("r1");
+  w.set_machine_rank(1);
+  EXPECT_EQ(coordinator_->Watch(w, std::make_shared<RecordingSink>()).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(s0->events.empty());  // nothing was aborted
+  // A machine's own report names that machine, whatever its cause says.
+  v1::ReportRequest own;
+  own.set_run_id("r1");
+  own.set_machine_rank(2);
+  own.set_kind(v1::ReportRequest::FAILURE);
+  own.set_machine_secret(SecretOf(2));
+  own.mutable_cause()->set_machine_rank(0);
+  ASSERT_TRUE(coordinator_->Report(own, kT0).ok());
+  ASSERT_EQ(s0->events.size(), 1u);
+  EXPECT_EQ(s0->events[0].root_cause().machine_rank(), 2);
 }
 
 TEST_F(CoordinatorTest, DuplicateRankFailsEveryWaitingMachineWithTheReasonAtOnce) {
@@ -237,6 +324,7 @@ TEST_F(CoordinatorTest, MissingHeartbeatsAbortEveryWatcher) {
   hb.set_attempt(0);
   for (int rank : {0, 1}) {
     hb.set_machine_rank(rank);
+    hb.set_machine_secret(SecretOf(rank));
     ASSERT_TRUE(coordinator_->Heartbeat(hb, kT0 + absl::Seconds(2)).ok());
   }
   coordinator_->Tick(kT0 + absl::Milliseconds(2999));
@@ -293,6 +381,46 @@ TEST_F(CoordinatorTest, DoneWhenEveryMachineReportsDone) {
   ASSERT_TRUE(Report(2, v1::ReportRequest::DONE).ok());
   ASSERT_EQ(s2->events.size(), 1u);
   EXPECT_EQ(s2->events[0].kind(), v1::Event::DONE);
+}
+
+TEST_F(CoordinatorTest, AMachineWhoseWatchComesAfterTheEndIsAwaitedBeforeShutdown) {
+  JoinAll({1, 1, 1});
+  auto s0 = WatchAs(0);
+  auto s1 = WatchAs(1);
+  EXPECT_TRUE(coordinator_->AwaitTerminalSent(kT0));  // running: nothing to wait for
+  for (int rank : {0, 1, 2}) ASSERT_TRUE(Report(rank, v1::ReportRequest::DONE).ok());
+  // Machine 2 reported done before its watch reached the server: it is still owed "done".
+  EXPECT_FALSE(coordinator_->AwaitTerminalSent(absl::Now() + absl::Milliseconds(20)));
+  auto s2 = WatchAs(2);
+  ASSERT_EQ(s2->events.size(), 1u);
+  EXPECT_EQ(s2->events[0].kind(), v1::Event::DONE);
+  EXPECT_TRUE(coordinator_->AwaitTerminalSent(absl::Now() + absl::Seconds(5)));
+}
+
+TEST_F(CoordinatorTest, ALostMachineIsOwedNoEventButTheOthersAre) {
+  JoinAll({1, 1, 1});
+  auto s0 = WatchAs(0);
+  auto s1 = WatchAs(1);
+  v1::HeartbeatRequest hb;
+  hb.set_run_id("r1");
+  for (int rank : {0, 1}) {
+    hb.set_machine_rank(rank);
+    ASSERT_TRUE(coordinator_->Heartbeat(hb, kT0 + absl::Seconds(2)).ok());
+  }
+  coordinator_->Tick(kT0 + absl::Seconds(3));  // machine 2, never heard from, is lost
+  ASSERT_EQ(s0->events.size(), 1u);
+  EXPECT_EQ(s0->events[0].root_cause().machine_rank(), 2);
+  EXPECT_TRUE(coordinator_->AwaitTerminalSent(absl::Now()));
+}
+
+TEST_F(CoordinatorTest, AMachineThatFailedIsOwedTheAbortItCaused) {
+  JoinAll({1, 1, 1});
+  WatchAs(0);
+  WatchAs(2);
+  ASSERT_TRUE(Report(1, v1::ReportRequest::FAILURE, "rank 1 exited with 3").ok());
+  EXPECT_FALSE(coordinator_->AwaitTerminalSent(absl::Now() + absl::Milliseconds(20)));
+  WatchAs(1);
+  EXPECT_TRUE(coordinator_->AwaitTerminalSent(absl::Now()));
 }
 
 TEST_F(CoordinatorTest, RestartStartsTheNextAttempt) {

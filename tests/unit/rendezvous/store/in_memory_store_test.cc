@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/defaults.h"
 #include "rendezvous/grpc/auth.h"
 #include "rendezvous/grpc/token.h"
 #include "rendezvous/store/kv_table.h"
@@ -124,7 +125,9 @@ TEST(InMemoryStoreTest, LimitsAreEnforcedWithClearMessages) {
   KvLimits limits;
   limits.max_key_bytes = 8;
   limits.max_value_bytes = 16;
-  limits.max_total_bytes = 40;
+  // An entry counts its key and value plus the per-entry overhead: 1 + 16 + 256 = 273 bytes.
+  static_assert(defaults::kStoreEntryOverheadBytes == 256);
+  limits.max_total_bytes = 600;
   InMemoryStore store(limits);
   absl::Status status = store.Set("", "v");
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
@@ -136,13 +139,13 @@ TEST(InMemoryStoreTest, LimitsAreEnforcedWithClearMessages) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(),
             "set store key \"k\": value of 17 bytes is over the limit of 16 bytes");
-  ASSERT_TRUE(store.Set("a", std::string(16, 'x')).ok());  // 17 bytes
-  ASSERT_TRUE(store.Set("b", std::string(16, 'x')).ok());  // 34 bytes
+  ASSERT_TRUE(store.Set("a", std::string(16, 'x')).ok());  // 273 bytes
+  ASSERT_TRUE(store.Set("b", std::string(16, 'x')).ok());  // 546 bytes
   status = store.Set("c", std::string(16, 'x'));
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(status.message(),
-            "set store key \"c\": the store would hold 51 bytes, over its limit of 40 bytes");
-  ASSERT_TRUE(*store.Delete("a"));  // frees 17 bytes
+            "set store key \"c\": the store would hold 819 bytes, over its limit of 600 bytes");
+  ASSERT_TRUE(*store.Delete("a"));  // frees 273 bytes
   EXPECT_TRUE(store.Set("c", std::string(16, 'x')).ok());
 }
 

@@ -3,13 +3,14 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #include <atomic>
+#include <cstdio>
 #include <thread>
 #include <vector>
 
-#include "rendezvous/grpc/auth.h"
-#include "rendezvous/grpc/token.h"
+#include "common/defaults.h"
 #include "rendezvous/store/in_memory_store.h"
 #include "rendezvous/store/prefix_store.h"
 
@@ -76,13 +77,62 @@ TEST(KvTableTest, InvalidWaitsFailAtOnce) {
 
 TEST(KvTableTest, DropNamespaceFreesItsBytesOnly) {
   KvTable table{KvLimits{}};
+  constexpr std::int64_t kOverhead = defaults::kStoreEntryOverheadBytes;
   ASSERT_TRUE(table.Set("run/0", "k", "vv").ok());
   ASSERT_TRUE(table.Set("run/1", "k", "vvv").ok());
-  EXPECT_EQ(table.total_bytes(), 3 + 4);
+  EXPECT_EQ(table.total_bytes(), (5 + 1 + 2 + kOverhead) + (5 + 1 + 3 + kOverhead));
   table.DropNamespace("run/0");
-  EXPECT_EQ(table.total_bytes(), 4);
+  EXPECT_EQ(table.total_bytes(), 5 + 1 + 3 + kOverhead);
   EXPECT_EQ(table.Get("run/0", "k").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(*table.Get("run/1", "k"), "vvv");
+}
+
+// The cap counts every byte the table keeps: with tiny entries the per-entry overhead is most of
+// the memory, and the allocator's own count must stay under what the table counted.
+TEST(KvTableTest, TheByteCapBoundsTheMemoryTinyEntriesReallyUse) {
+  KvLimits limits;
+  limits.max_total_bytes = 32 * 1024 * 1024;
+  // In use: small chunks plus mmap'ed blocks (the hash table's slot array is one).
+  auto allocated = [] {
+    const struct mallinfo2 info = ::mallinfo2();
+    return info.uordblks + info.hblkhd;
+  };
+  const std::size_t before = allocated();
+  int entries = 0;
+  {
+    KvTable table{limits};
+    while (table.Set("job-0123456789abcdef/0", "k" + std::to_string(entries), "v").ok()) {
+      ++entries;
+    }
+    const std::size_t used = allocated() - before;
+    std::printf("%d tiny entries: %zu bytes allocated, %lld counted\n", entries, used,
+                static_cast<long long>(table.total_bytes()));
+    EXPECT_LE(static_cast<std::int64_t>(used), table.total_bytes());
+    EXPECT_LE(table.total_bytes(), limits.max_total_bytes);
+  }
+  EXPECT_GT(entries, 1000);
+}
+
+TEST(KvTableTest, PendingWaitersCountAgainstTheCapAndAreReleasedWithIt) {
+  KvLimits limits;
+  limits.max_total_bytes = 4096;
+  KvTable table{limits};
+  std::vector<absl::Status> results;
+  int accepted = 0;
+  for (int i = 0; i < 100; ++i) {
+    const KvTable::WaiterId id =
+        table.AddWaiter("ns", {"never" + std::to_string(i)}, absl::InfiniteFuture(),
+                        [&](absl::Status s) { results.push_back(s); });
+    if (id != 0) ++accepted;
+  }
+  EXPECT_GT(accepted, 0);
+  EXPECT_LT(accepted, 100);
+  ASSERT_FALSE(results.empty());
+  EXPECT_EQ(results.back().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(results.back().message()),
+              ::testing::HasSubstr("over its limit of 4096"));
+  table.FailAll(absl::CancelledError("gone"));
+  EXPECT_EQ(table.total_bytes(), 0);
 }
 
 }  // namespace

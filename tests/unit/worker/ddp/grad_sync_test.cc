@@ -1,5 +1,6 @@
-// GradSync against a fake communicator: bucket order, overlap with backward, accumulation
-// (no communication off the boundary), unused parameters, write-back.
+// GradSync against a fake communicator: bucket order, overlap with backward, which thread runs
+// which bucket, accumulation (no communication off the boundary), gradients as bucket views,
+// unused parameters (found from the graph, agreed through the used-bitmap), errors and deadlines.
 #include "worker/src/ddp/grad_sync.h"
 
 #include <ATen/ATen.h>
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -17,141 +19,342 @@
 namespace accel::worker {
 namespace {
 
-// Records every all-reduce; the result is `scale` x the input (a stand-in for the average).
+using std::chrono::milliseconds;
+
+// Records every all-reduce (size and thread); the result is scale x input + offset (a stand-in
+// for the sum over ranks: offset 1 plays a peer that used every parameter). Optionally blocks
+// its first call until Release(), ignoring the deadline like a stuck backend.
 class FakeCommunicator : public Communicator {
  public:
   int rank() const override { return 0; }
   int size() const override { return 2; }
   std::string name() const override { return "fake"; }
-  void AllReduce(at::Tensor& t, ReduceOp op, std::chrono::milliseconds) override {
-    std::lock_guard<std::mutex> lock(mu_);
+  void AllReduce(at::Tensor& t, ReduceOp op, milliseconds) override {
+    std::unique_lock<std::mutex> lock(mu_);
     if (fail_) throw Error("all-reduce", "(fake)", "peer lost");
-    EXPECT_EQ(op, ReduceOp::kAvg);
+    EXPECT_EQ(op, ReduceOp::kSum);  // the 1/world factor is folded into the loss
+    const bool first = sizes_.empty();
     sizes_.push_back(t.numel());
-    t.mul_(scale_);
+    threads_.push_back(std::this_thread::get_id());
     cv_.notify_all();
+    if (first && block_first_) cv_.wait(lock, [&] { return released_; });
+    t.mul_(scale_).add_(offset_);
   }
-  void Broadcast(at::Tensor&, int, std::chrono::milliseconds) override {}
-  at::Tensor AllGather(const at::Tensor& t, std::chrono::milliseconds) override { return t; }
-  void Barrier(std::chrono::milliseconds) override {}
+  void Broadcast(at::Tensor&, int, milliseconds) override {}
+  at::Tensor AllGather(const at::Tensor& t, milliseconds) override { return t; }
+  void Barrier(milliseconds) override {}
   void Abort() override {}
 
-  // Waits (up to 10 s) until `n` all-reduces happened; returns how many did.
-  size_t WaitFor(size_t n) {
+  // Waits (up to `limit`) until `n` all-reduces started; returns how many did.
+  size_t WaitFor(size_t n, milliseconds limit = milliseconds(3000)) {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::seconds(10), [&] { return sizes_.size() >= n; });
+    cv_.wait_for(lock, limit, [&] { return sizes_.size() >= n; });
     return sizes_.size();
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
   }
   std::vector<int64_t> sizes() {
     std::lock_guard<std::mutex> lock(mu_);
     return sizes_;
   }
+  std::vector<std::thread::id> threads() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return threads_;
+  }
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<int64_t> sizes_;
+  std::vector<std::thread::id> threads_;
   float scale_ = 1.0f;
+  float offset_ = 0.0f;
   bool fail_ = false;
+  bool block_first_ = false;
+  bool released_ = false;
 };
 
+// A chain x -> tanh(x W0) -> ... -> sum of squares over the `used` parameters (registration
+// order), each a [in, out] matrix; `unused` ones are registered but never touched.
 struct Model {
-  // Registration order: unused [3] (last in reverse order), w0 [8x4], w1 [4x4], w2 [4x2].
-  std::vector<at::Tensor> params = {
-      at::randn({3}).requires_grad_(), at::randn({8, 4}).requires_grad_(),
-      at::randn({4, 4}).requires_grad_(), at::randn({4, 2}).requires_grad_()};
-  at::Tensor Loss(const at::Tensor& x) {
-    const auto& p = params;
-    return x.matmul(p[p.size() - 3])
-        .tanh()
-        .matmul(p[p.size() - 2])
-        .tanh()
-        .matmul(p.back())
-        .pow(2)
-        .sum();
+  std::vector<at::Tensor> params;
+  std::vector<bool> used;
+  void Add(std::vector<int64_t> shape, bool in_graph = true) {
+    params.push_back(at::randn(shape).requires_grad_());
+    used.push_back(in_graph);
   }
-  void DropUnused() { params.erase(params.begin()); }
+  at::Tensor Loss(const at::Tensor& x) const {
+    at::Tensor h = x;
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (used[i]) h = h.matmul(params[i]).tanh();
+    }
+    return h.pow(2).sum();
+  }
 };
+
+// w0 [8x4], w1 [4x4], w2 [4x2]: with SmallBuckets, three buckets {w2}, {w1}, {w0}.
+Model Chain3() {
+  Model m;
+  m.Add({8, 4});
+  m.Add({4, 4});
+  m.Add({4, 2});
+  return m;
+}
 
 GradSyncOptions SmallBuckets(bool overlap) {
   GradSyncOptions o;
-  o.first_bucket_bytes = 32;  // w2 (32 bytes) alone, then the rest in 64-byte buckets
+  o.first_bucket_bytes = 32;  // the last parameter (32 bytes) alone, then 64-byte buckets
   o.bucket_bytes = 64;
   o.overlap = overlap;
   o.timeout = std::chrono::seconds(10);
   return o;
 }
 
+// One synchronising backward pass.
+void SyncStep(GradSync& sync, const Model& m, const at::Tensor& x) {
+  at::Tensor loss = m.Loss(x);
+  sync.BeginBackward(/*sync=*/true, loss);
+  loss.backward();
+  sync.EndBackward();
+}
+
 TEST(GradSyncTest, BucketsInReverseOrderAndOverlapBackward) {
-  Model m;
+  Model m = Chain3();
   FakeCommunicator comm;
   GradSync sync(m.params, comm, SmallBuckets(/*overlap=*/true));
-  // Reverse registration order; 32-byte first bucket, then 64-byte buckets.
-  const std::vector<std::vector<size_t>> expected = {{3}, {2}, {1}, {0}};
-  ASSERT_EQ(sync.buckets(), expected);
-  sync.BeginBackward(true);
-  m.Loss(at::randn({5, 8})).backward();
-  // The three buckets of used parameters were all-reduced during backward, before EndBackward;
-  // the unused parameter's bucket waits for the end.
-  EXPECT_EQ(comm.WaitFor(3), 3u);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_EQ(comm.sizes().size(), 3u);
+  ASSERT_EQ(sync.buckets(), (std::vector<std::vector<size_t>>{{2}, {1}, {0}}));
+  at::Tensor loss = m.Loss(at::randn({5, 8}));
+  sync.BeginBackward(true, loss);
+  loss.backward();
+  // The first two buckets were all-reduced by the communication thread during backward; the
+  // final one is never handed over: it waits for EndBackward, on this thread.
+  EXPECT_EQ(comm.WaitFor(2), 2u);
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_EQ(comm.sizes().size(), 2u);
   sync.EndBackward();
-  EXPECT_EQ(comm.sizes(), (std::vector<int64_t>{8, 16, 32, 3}));
-  EXPECT_TRUE(m.params[0].grad().defined());  // unused: zero-filled, never waited on
-  EXPECT_TRUE(at::equal(m.params[0].grad(), at::zeros({3})));
+  // The final bucket carries the used-bitmap (one float per parameter) after its gradients.
+  EXPECT_EQ(comm.sizes(), (std::vector<int64_t>{8, 16, 32 + 3}));
+  const auto threads = comm.threads();
+  EXPECT_NE(threads[0], std::this_thread::get_id());
+  EXPECT_EQ(threads[2], std::this_thread::get_id());
 }
 
 TEST(GradSyncTest, WithoutOverlapNothingIsSentBeforeTheEnd) {
-  Model m;
-  m.DropUnused();
+  Model m = Chain3();
   FakeCommunicator comm;
   GradSync sync(m.params, comm, SmallBuckets(/*overlap=*/false));
-  sync.BeginBackward(true);
-  m.Loss(at::randn({5, 8})).backward();
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  at::Tensor loss = m.Loss(at::randn({5, 8}));
+  sync.BeginBackward(true, loss);
+  loss.backward();
+  std::this_thread::sleep_for(milliseconds(50));
   EXPECT_TRUE(comm.sizes().empty());
   sync.EndBackward();
   EXPECT_EQ(comm.sizes().size(), sync.buckets().size());
+  for (auto id : comm.threads()) EXPECT_EQ(id, std::this_thread::get_id());
 }
 
-TEST(GradSyncTest, ReducedValuesAreWrittenBackAndAccumulationDefersCommunication) {
-  Model m;
-  m.DropUnused();
+TEST(GradSyncTest, GradientsAreBucketViewsAndAccumulationDefersCommunication) {
+  Model m = Chain3();
   FakeCommunicator comm;
   comm.scale_ = 0.5f;
-  GradSync sync(m.params, comm, SmallBuckets(true));
+  GradSyncOptions one_bucket = SmallBuckets(true);
+  one_bucket.first_bucket_bytes = 1 << 20;
+  GradSync sync(m.params, comm, one_bucket);
+  ASSERT_EQ(sync.buckets().size(), 1u);
   at::Tensor x = at::randn({5, 8});
   // Micro-step 1 of 2: gradients accumulate locally, nothing is sent.
-  sync.BeginBackward(false);
-  m.Loss(x).backward();
+  at::Tensor loss = m.Loss(x);
+  sync.BeginBackward(false, loss);
+  loss.backward();
   sync.EndBackward();
   EXPECT_TRUE(comm.sizes().empty());
-  // Micro-step 2: the accumulated sum is reduced once.
-  sync.BeginBackward(true);
-  m.Loss(x).backward();
+  // Micro-step 2: the accumulated sum is reduced once, in place.
+  loss = m.Loss(x);
+  sync.BeginBackward(true, loss);
+  loss.backward();
   std::vector<at::Tensor> local;
   for (auto& p : m.params) local.push_back(p.grad().clone());
   sync.EndBackward();
-  int64_t total = 0;
-  for (int64_t n : comm.sizes()) total += n;
-  EXPECT_EQ(total, 8 * 4 + 4 * 4 + 4 * 2);  // every element exactly once
+  EXPECT_EQ(comm.sizes(), (std::vector<int64_t>{8 * 4 + 4 * 4 + 4 * 2 + 3}));
   for (size_t i = 0; i < m.params.size(); ++i) {
     EXPECT_TRUE(at::allclose(m.params[i].grad(), local[i] * 0.5)) << "param " << i;
+    // Every gradient lives in the one bucket's storage: no copy in, no copy out.
+    EXPECT_TRUE(m.params[i].grad().is_alias_of(m.params[0].grad())) << "param " << i;
+  }
+  // Zeroing is one fill of the bucket; the gradients stay views and keep accumulating in place.
+  sync.ZeroGrad(nullptr);
+  for (auto& p : m.params) EXPECT_TRUE(at::equal(p.grad(), at::zeros_like(p))) << p;
+  SyncStep(sync, m, x);
+  for (size_t i = 0; i < m.params.size(); ++i) {
+    EXPECT_TRUE(at::allclose(m.params[i].grad(), local[i] * 0.25)) << "param " << i;
+    EXPECT_TRUE(m.params[i].grad().is_alias_of(m.params[0].grad())) << "param " << i;
+  }
+}
+
+// Review finding 6: a bucket holding a parameter that this backward never reaches is launched
+// as soon as backward starts (zeros), so it does not hold back the buckets after it.
+TEST(GradSyncTest, UnusedParameterDoesNotBlockLaterBuckets) {
+  Model m;
+  m.Add({8, 4});
+  m.Add({4, 4});
+  m.Add({16}, /*in_graph=*/false);
+  m.Add({4, 4});
+  m.Add({4, 2});
+  FakeCommunicator comm;
+  GradSync sync(m.params, comm, SmallBuckets(true));
+  ASSERT_EQ(sync.buckets(), (std::vector<std::vector<size_t>>{{4}, {3}, {2}, {1}, {0}}));
+  at::Tensor loss = m.Loss(at::randn({5, 8}));
+  sync.BeginBackward(true, loss);
+  loss.backward();
+  EXPECT_EQ(comm.WaitFor(4), 4u) << "buckets after the unused parameter's were held back";
+  sync.EndBackward();
+  EXPECT_EQ(comm.sizes(), (std::vector<int64_t>{8, 16, 16, 16, 32 + 5}));
+  // Unused on every rank (the fake's peers add nothing): it keeps no gradient, so an optimizer
+  // with weight decay leaves it alone, as a single process would.
+  EXPECT_FALSE(m.params[2].grad().defined());
+  for (size_t i : {0, 1, 3, 4}) EXPECT_TRUE(m.params[i].grad().defined()) << i;
+}
+
+TEST(GradSyncTest, LocallyUnusedButUsedElsewhereGetsTheReducedGradient) {
+  Model m;
+  m.Add({8, 4});
+  m.Add({3}, /*in_graph=*/false);
+  m.Add({4, 2});
+  FakeCommunicator comm;
+  comm.offset_ = 1.0f;  // a peer whose gradient is 1 everywhere, and which used every parameter
+  GradSync sync(m.params, comm, SmallBuckets(true));
+  SyncStep(sync, m, at::randn({5, 8}));
+  ASSERT_TRUE(m.params[1].grad().defined());
+  EXPECT_TRUE(at::equal(m.params[1].grad(), at::ones({3})));
+}
+
+// Review finding 3: a plain loss.backward() on a prepared module would leave the replicas
+// silently out of sync; it fails loudly instead.
+TEST(GradSyncTest, BackwardOutsideAccBackwardFailsLoudly) {
+  Model m = Chain3();
+  FakeCommunicator comm;
+  GradSync sync(m.params, comm, SmallBuckets(true));
+  try {
+    m.Loss(at::randn({2, 8})).backward();
+    FAIL() << "expected an error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("acc.backward(loss)"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(comm.sizes().empty());
+  SyncStep(sync, m, at::randn({2, 8}));  // the proper path still works afterwards
+  EXPECT_EQ(comm.sizes().size(), 3u);
+}
+
+// Review finding 4: when backward ends while the communication thread is still busy, the final
+// bucket is run by the training thread, not taken by the communication thread.
+TEST(GradSyncTest, FinalBucketRunsOnTheTrainingThreadWhileTheCommThreadIsBusy) {
+  Model m = Chain3();
+  FakeCommunicator comm;
+  comm.block_first_ = true;
+  GradSync sync(m.params, comm, SmallBuckets(true));
+  at::Tensor loss = m.Loss(at::randn({5, 8}));
+  sync.BeginBackward(true, loss);
+  loss.backward();
+  ASSERT_EQ(comm.WaitFor(1), 1u);
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(milliseconds(300));
+    comm.Release();
+  });
+  sync.EndBackward();
+  releaser.join();
+  EXPECT_EQ(comm.sizes(), (std::vector<int64_t>{8, 16, 32 + 3}));  // still strictly in order
+  const auto threads = comm.threads();
+  ASSERT_EQ(threads.size(), 3u);
+  EXPECT_NE(threads[0], std::this_thread::get_id());
+  EXPECT_EQ(threads[2], std::this_thread::get_id()) << "the final bucket went to the comm thread";
+}
+
+// Review finding 5: after a deadline, nothing of the failed step runs later: the next step
+// all-reduces each of its buckets exactly once.
+TEST(GradSyncTest, NoStaleBucketRunsAfterADeadline) {
+  Model m = Chain3();
+  FakeCommunicator comm;
+  comm.block_first_ = true;
+  GradSyncOptions o = SmallBuckets(true);
+  o.timeout = milliseconds(100);
+  o.backend_grace = milliseconds(100);
+  GradSync sync(m.params, comm, o);
+  at::Tensor x = at::randn({5, 8});
+  EXPECT_THROW(SyncStep(sync, m, x), Error);
+  comm.Release();  // the stuck collective returns after all
+  std::this_thread::sleep_for(milliseconds(200));
+  const size_t before = comm.sizes().size();
+  EXPECT_EQ(before, 1u) << "stale buckets ran after the failed step";
+  SyncStep(sync, m, x);
+  const auto sizes = comm.sizes();
+  EXPECT_EQ(std::vector<int64_t>(sizes.begin() + static_cast<std::ptrdiff_t>(before), sizes.end()),
+            (std::vector<int64_t>{8, 16, 32 + 3}));
+}
+
+// LibTorch's module.load() (so Accelerator::load_state) replaces each parameter's data with
+// set_(), which gives the parameter a new gradient accumulator: the hooks must follow it, or
+// every later backward leaves the replicas unsynchronised.
+TEST(GradSyncTest, HooksFollowANewGradAccumulatorAfterSet) {
+  Model m = Chain3();
+  FakeCommunicator comm;
+  comm.scale_ = 0.5f;
+  GradSync sync(m.params, comm, SmallBuckets(true));
+  const at::Tensor x = at::randn({5, 8});
+  SyncStep(sync, m, x);
+  sync.ZeroGrad(nullptr);
+  {
+    at::NoGradGuard no_grad;
+    for (auto& p : m.params) p.set_(p.detach().clone());
+  }
+  const size_t before = comm.sizes().size();
+  SyncStep(sync, m, x);
+  EXPECT_EQ(comm.sizes().size() - before, 3u);
+  // The reference: the same loss's local gradients, without GradSync.
+  std::vector<at::Tensor> local;
+  {
+    std::vector<at::Tensor> copies;
+    for (auto& p : m.params) copies.push_back(p.detach().clone().requires_grad_());
+    Model ref;
+    ref.params = copies;
+    ref.used = m.used;
+    ref.Loss(x).backward();
+    for (auto& c : copies) local.push_back(c.grad());
+  }
+  for (size_t i = 0; i < m.params.size(); ++i) {
+    ASSERT_TRUE(m.params[i].grad().defined()) << i;
+    EXPECT_TRUE(at::allclose(m.params[i].grad(), local[i] * 0.5))
+        << "param " << i << " not reduced";
   }
 }
 
 TEST(GradSyncTest, CommunicationErrorsSurfaceAsAccelError) {
-  Model m;
+  Model m = Chain3();
   FakeCommunicator comm;
   comm.fail_ = true;
   GradSync sync(m.params, comm, SmallBuckets(true));
-  sync.BeginBackward(true);
-  m.Loss(at::randn({2, 8})).backward();
   try {
-    sync.EndBackward();
+    SyncStep(sync, m, at::randn({2, 8}));
     FAIL() << "expected accel::Error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("all-reduce gradients"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("peer lost"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GradSyncTest, PerBucketTimingsUnderTheDebugFlag) {
+  Model m = Chain3();
+  FakeCommunicator comm;
+  GradSyncOptions o = SmallBuckets(true);
+  o.timings = true;
+  GradSync sync(m.params, comm, o);
+  SyncStep(sync, m, at::randn({5, 8}));
+  const auto timings = sync.last_timings();
+  ASSERT_EQ(timings.size(), 3u);
+  EXPECT_FALSE(timings[2].on_comm_thread);
+  for (const auto& t : timings) {
+    EXPECT_GE(t.start_us, t.ready_us);
+    EXPECT_GE(t.end_us, t.start_us);
   }
 }
 

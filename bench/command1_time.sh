@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Times the README's command (1) step by step: scripts/install-deps, a from-scratch build (a fresh
+# build directory, ccache off) and the training run, on this machine; prints a markdown table.
+# Run it as root on a fresh Debian 12 machine for the README's numbers ("How long command (1)
+# takes"). Nothing else should run: the build and the training use every core.
+#
+#   bench/command1_time.sh            # the real thing: fresh build in /tmp/accel-command1-build
+#   bench/command1_time.sh --quick    # a check that the script works: reuses build/ (no-op
+#                                     # build) and trains for a few steps
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=0
+case "${1:-}" in
+  --quick) quick=1 ;;
+  "") ;;
+  *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+esac
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+t0=$(now)
+scripts/install-deps
+t1=$(now)
+if ((quick)); then
+  build_dir=build
+  scripts/build
+else
+  build_dir=${ACCEL_COMMAND1_BUILD_DIR:-/tmp/accel-command1-build}
+  rm -rf "$build_dir"
+  CCACHE_DISABLE=1 ACCEL_BUILD_DIR="$build_dir" scripts/build
+fi
+t2=$(now)
+train=(--samples 60000 --hidden 512 --epochs 20)
+((quick)) && train=(--samples 600 --hidden 32 --epochs 1)
+"$build_dir/launcher/accel-launch" --config_file configs/default_config.yaml \
+  "$build_dir/examples/train.bin" "${train[@]}" | tail -n 1
+t3=$(now)
+
+echo
+echo "command (1) on $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)," \
+  "load average $(cut -d' ' -f1-3 /proc/loadavg)$( ((quick)) && echo ', --quick: NOT the README numbers')"
+echo
+echo "| step | seconds |"
+echo "|---|---|"
+echo "| scripts/install-deps | $(elapsed "$t0" "$t1") |"
+echo "| scripts/build ($( ((quick)) && echo 'build/, incremental' || echo 'from scratch, no ccache')) | $(elapsed "$t1" "$t2") |"
+echo "| training (${train[*]}) | $(elapsed "$t2" "$t3") |"
+echo "| total | $(elapsed "$t0" "$t3") |"
