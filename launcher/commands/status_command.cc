@@ -8,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/env_contract.h"
+#include "common/env_reader.h"
 #include "common/exit_codes.h"
 #include "launcher/status/job_store.h"
 #include "launcher/status/job_summary.h"
@@ -107,16 +109,29 @@ absl::StatusOr<JobFile> FindJob(const StatusRequest& request) {
       "; on another machine give machine 0's --main_process_ip and --main_process_port"));
 }
 
+namespace {
+
+// The job's token as a launch finds it: $ACCEL_RDZV_TOKEN, then rdzv_token_file, then the token
+// file the job file names; "" when none (the store then refuses the query).
+absl::StatusOr<std::string> StatusToken(const Config& config, const JobFile& job) {
+  if (const char* token = env::Get(env::kRdzvToken); token != nullptr) return std::string(token);
+  const std::string& path =
+      config.rdzv_token_file.empty() ? job.token_file : config.rdzv_token_file;
+  if (path.empty()) return std::string();
+  absl::StatusOr<rendezvous::TokenFile> file = rendezvous::ReadTokenFile(path, config.strict);
+  if (!file.ok()) return file.status();
+  return file->token;
+}
+
+}  // namespace
+
 int RunStatusCommand(const StatusRequest& request, std::ostream& out, std::ostream& err) {
   absl::StatusOr<JobFile> job = FindJob(request);
   if (!job.ok()) {
     err << "accel-launch status: " << job.status().message() << "\n";
     return kExitUsage;
   }
-  absl::StatusOr<std::string> token = rendezvous::LoadToken(request.config.rdzv_token_file);
-  if (token.ok() && token->empty() && !job->token_file.empty()) {
-    token = rendezvous::LoadToken(job->token_file);
-  }
+  absl::StatusOr<std::string> token = StatusToken(request.config, *job);
   if (!token.ok()) {
     err << "accel-launch status: rendezvous token: " << token.status().message() << "\n";
     return kExitUsage;
