@@ -72,8 +72,9 @@ inline constexpr std::int64_t kStoreEntryOverheadBytes = 256;
 inline constexpr seconds kShutdownGrace{30};
 inline constexpr milliseconds kMonitorInterval{100};
 inline constexpr seconds kOutputDrainTimeout{2};
-// A worker killed by SIGTERM/SIGINT/SIGHUP/SIGKILL from outside counts as a failure only if no
-// signal reaches the launcher within this long (a scheduler signals workers and launcher alike).
+// A worker killed by SIGTERM/SIGINT/SIGHUP from outside counts as a failure only if no signal
+// reaches the launcher within this long (a scheduler signals workers and launcher alike; SIGKILL
+// is nobody's first signal, so a worker killed by it is a failure at once).
 inline constexpr milliseconds kOwnSignalGrace{1000};
 
 // Hang detection (jobs of two or more processes): a job in which no rank advanced (libaccel's

@@ -74,8 +74,9 @@ absl::StatusOr<RendezvousToken> FindRendezvousToken(const Config& config, bool d
       "reaches ",
       endpoint,
       " could join the job, read and write its store and abort it). Run `accel-launch config`: "
-      "it writes a token file next to the config file and names it in rdzv_token_file; copy "
-      "both files to every machine. Or point rdzv_token_file (or ACCEL_RDZV_TOKEN) at a secret "
+      "it writes a token file, rdzv_token, next to the config file, where every launch "
+      "finds it; copy both files to every machine. Or point rdzv_token_file (or ACCEL_RDZV_TOKEN) "
+      "at a secret "
       "every machine shares. To run without one, set rdzv_insecure: true."));
 }
 

@@ -35,20 +35,13 @@ std::string TempRoot(const StatusRequest& request) {
   return tmp.has_value() && !tmp->empty() ? *tmp : "/tmp";
 }
 
-// Returns the job files of `run_id` ("*" = any run) under log_dir and $TMPDIR.
+// Returns the job files of `run_id` ("*" = any run) under log_dir when it is given (the jobs
+// that log there), else under $TMPDIR (the run directories of jobs without a log_dir).
 std::vector<std::string> JobFiles(const StatusRequest& request, const std::string& run_id) {
-  std::vector<std::string> out;
   if (!request.config.log_dir.empty()) {
-    for (std::string& f :
-         Glob(absl::StrCat(request.config.log_dir, "/", run_id, "/", kJobFileName))) {
-      out.push_back(std::move(f));
-    }
+    return Glob(absl::StrCat(request.config.log_dir, "/", run_id, "/", kJobFileName));
   }
-  for (std::string& f :
-       Glob(absl::StrCat(TempRoot(request), "/accel-", run_id, "-m*/", kJobFileName))) {
-    out.push_back(std::move(f));
-  }
-  return out;
+  return Glob(absl::StrCat(TempRoot(request), "/accel-", run_id, "-m*/", kJobFileName));
 }
 
 bool Alive(const JobFile& job) {
@@ -67,10 +60,10 @@ absl::StatusOr<JobFile> FindLiveJob(const StatusRequest& request) {
   }
   if (live.size() == 1) return live.front();
   if (live.empty()) {
-    return absl::NotFoundError(absl::StrCat(
-        "no running job found under ",
-        request.config.log_dir.empty() ? "" : absl::StrCat(request.config.log_dir, " or "),
-        TempRoot(request), "; name one: accel-launch status RUN_DIR, or --run_id ID"));
+    return absl::NotFoundError(
+        absl::StrCat("no running job found under ",
+                     request.config.log_dir.empty() ? TempRoot(request) : request.config.log_dir,
+                     "; name one: accel-launch status RUN_DIR, or --run_id ID"));
   }
   return absl::InvalidArgumentError(
       absl::StrCat(live.size(), " running jobs: ", absl::StrJoin(where, ", "),

@@ -27,7 +27,6 @@ absl::StatusOr<std::string> AddTokenFile(const std::string& config_path, Config*
   }
   absl::StatusOr<std::string> token = rendezvous::WriteTokenFile(path);
   if (!token.ok()) return Annotate(token.status(), "write the rendezvous token file");
-  config->rdzv_token_file = kTokenFileName;  // relative: resolved next to the config file
   return path;
 }
 

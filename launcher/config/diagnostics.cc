@@ -19,17 +19,18 @@ std::string Normalize(absl::string_view word) {
   return out;
 }
 
-// Longest message, and longest part of a source line, shown: a binary or one-line file is cut,
-// not dumped.
+// Longest `where` and longest part of a source line shown: a binary or one-line file is cut, not
+// dumped. A message is ours, with at most a few values quoted in it: it gets more room.
 constexpr std::size_t kMaxShownBytes = 160;
+constexpr std::size_t kMaxShownMessageBytes = 1024;
 
 // Whether `ch` continues a UTF-8 character (is not the first byte of one).
 bool Continues(char ch) { return (static_cast<unsigned char>(ch) & 0xC0u) == 0x80u; }
 
-// Returns `text` Printable, cut after kMaxShownBytes (on a character boundary) with what was cut.
-std::string Shown(std::string_view text) {
-  if (text.size() <= kMaxShownBytes) return Printable(text);
-  std::size_t end = kMaxShownBytes;
+// Returns `text` Printable, cut after `limit` bytes (on a character boundary) with what was cut.
+std::string Shown(std::string_view text, std::size_t limit = kMaxShownBytes) {
+  if (text.size() <= limit) return Printable(text);
+  std::size_t end = limit;
   while (end > 0 && Continues(text[end])) --end;
   return absl::StrCat(Printable(text.substr(0, end)), "... (", text.size() - end, " more bytes)");
 }
@@ -45,7 +46,7 @@ std::string FormatDiagnostic(const Diagnostic& d) {
     if (d.line > 0) absl::StrAppend(&out, d.line, ":", std::max(d.column, 1), ":");
     out += " ";
   }
-  out += Shown(d.message);
+  out += Shown(d.message, kMaxShownMessageBytes);
   if (d.line > 0 && !d.line_text.empty()) {
     const std::string_view line = d.line_text;
     const std::size_t column = static_cast<std::size_t>(std::max(d.column, 1)) - 1;

@@ -206,9 +206,13 @@ std::vector<Diagnostic> ApplyConfigFile(const std::string& path, Config* config,
   // A relative rdzv_token_file in a file names a file next to it: copying the config and its
   // token file together is all another machine needs.
   const std::size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
   std::string& token_file = config->rdzv_token_file;
-  if (slash != std::string::npos && !token_file.empty() && token_file.front() != '/') {
-    token_file = absl::StrCat(path.substr(0, slash + 1), token_file);
+  if (!token_file.empty() && token_file.front() != '/') {
+    token_file = absl::StrCat(dir, token_file);
+  } else if (token_file.empty()) {
+    const std::string beside = absl::StrCat(dir, kTokenFileName);
+    if (std::filesystem::is_regular_file(beside, ignored)) token_file = beside;
   }
   return problems;
 }

@@ -18,6 +18,11 @@
 
 namespace accel::launcher {
 
+// The rendezvous token file `accel-launch config` writes beside a multi-machine config file. A
+// config file without rdzv_token_file uses this file when it exists: the config stays one that
+// accelerate itself loads (it refuses keys it does not know).
+inline constexpr char kTokenFileName[] = "rdzv_token";
+
 // Applies the YAML `text` of the file `path` onto `config`; each key set is recorded in
 // `sources` with its position. Returns every problem found (empty = the file is fine). Keys with
 // a bad value leave `config` unchanged. `empty` (optional) is set to whether the file holds no

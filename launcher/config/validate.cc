@@ -1,41 +1,9 @@
 #include "launcher/config/validate.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include "absl/strings/str_cat.h"
 #include "common/defaults.h"
 
 namespace accel::launcher {
-namespace {
-
-// Returns why the logs cannot go to `dir` ("" when they can): it, or the nearest directory above
-// it that exists (the launcher creates the rest), must be a directory this user may write into.
-std::string LogDirProblem(const std::string& dir) {
-  std::string path = dir;
-  while (true) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) == 0) {
-      if (!S_ISDIR(st.st_mode)) return absl::StrCat(path, " is not a directory");
-      if (::access(path.c_str(), W_OK | X_OK) != 0) {
-        return absl::StrCat(path, " is not writable: ", std::strerror(errno));
-      }
-      return "";
-    }
-    if (errno != ENOENT) return absl::StrCat(path, ": ", std::strerror(errno));
-    const std::size_t slash = path.find_last_not_of('/', path.find_last_of('/'));
-    if (path.find('/') == std::string::npos) {
-      path = ".";
-    } else {
-      path = slash == std::string::npos ? "/" : path.substr(0, slash + 1);
-    }
-  }
-}
-
-}  // namespace
 
 std::vector<Diagnostic> ValidateConfig(const Config& c, const SourceMap& sources) {
   std::vector<Diagnostic> problems;
@@ -141,11 +109,6 @@ std::vector<Diagnostic> ValidateConfig(const Config& c, const SourceMap& sources
   if (c.tls_cert_file.empty() != c.tls_key_file.empty()) {
     problem(c.tls_cert_file.empty() ? "tls_key_file" : "tls_cert_file",
             "tls_cert_file and tls_key_file must be set together");
-  }
-  if (!c.log_dir.empty()) {
-    if (std::string why = LogDirProblem(c.log_dir); !why.empty()) {
-      problem("log_dir", absl::StrCat("log_dir ", c.log_dir, " cannot hold the logs: ", why));
-    }
   }
   return problems;
 }

@@ -325,7 +325,7 @@ void AttemptRun::OnExit(absl::Time now) {
 bool AttemptRun::OwnSignalFollows(const std::vector<WorkerFailure>& failures) {
   for (const WorkerFailure& f : failures) {
     const int sig = f.exit.signal;
-    if (sig != SIGTERM && sig != SIGINT && sig != SIGHUP && sig != SIGKILL) return false;
+    if (sig != SIGTERM && sig != SIGINT && sig != SIGHUP) return false;
   }
   pollfd p = {signals_.fd(), POLLIN, 0};
   const auto grace = absl::FromChrono(defaults::kOwnSignalGrace);

@@ -108,7 +108,7 @@ class Supervisor {
   // once, at the first local failure (or a hang whose root cause runs here), and `on_interrupt`
   // at the launcher's first signal (with the sending program's name), both before the teardown,
   // so the agent can tell the rendezvous while the workers stop. A worker killed by
-  // SIGTERM/SIGINT/SIGHUP/SIGKILL from outside is a failure only when no signal reaches the
+  // SIGTERM/SIGINT/SIGHUP from outside is a failure only when no signal reaches the
   // launcher within defaults::kOwnSignalGrace: a scheduler (Slurm's scancel, a time limit)
   // signals the workers and the launcher together. `job` (may be null: one machine) shows the
   // other machines' ranks to hang detection; `observer` (may be null) follows the workers.

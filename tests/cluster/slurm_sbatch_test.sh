@@ -18,6 +18,6 @@ echo "sbatch exit $rc; checksum: $two, one process: $one"
 if ((rc != 0)); then cat "$work/sbatch.out" "$out"; exit 1; fi
 expect_in "$out" '{"world": 4,'
 same_checksum "$two" "$one"
-expect_in "$out" "rendezvous token: from Slurm PMI-2"
+expect_in "$out" "(token: Slurm PMI-2"
 expect_no_tagged_pids
 echo PASS

@@ -17,7 +17,7 @@ if ((rc != 0)); then cat "$work/out"; exit 1; fi
 same_checksum "$two" "$one"
 expect_in "$work/out" "Slurm detected: machine_rank=0 num_machines=2 main_process_ip=n0"
 expect_in "$work/out" "Slurm detected: machine_rank=1 num_machines=2 main_process_ip=n0"
-expect_in "$work/out" "rendezvous token: from Slurm PMI-2"
+expect_in "$work/out" "(token: Slurm PMI-2"
 expect_in "$work/out" '"world": 4'
 expect_no_tagged_pids
 echo PASS

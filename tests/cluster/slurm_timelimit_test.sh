@@ -3,7 +3,8 @@
 # gone within 10 s of Slurm's signal, the launchers saying it came from Slurm. Slurm's limit is
 # whole minutes and slurmctld checks it every 30 s, so the job runs 60-90 s: `start` submits it,
 # the other cluster tests run meanwhile, and `check` (last) waits for the kill and checks it.
-# The workers are /bin/sleep, so the waiting costs no CPU.
+# The workers are /bin/sleep, so the waiting costs no CPU (and, using none and writing nothing,
+# they would look hung: --hang_timeout 0).
 # Usage: slurm_timelimit_test.sh start|check CLUSTER_DIR ACCEL_LAUNCH
 phase=$1 cluster_dir=$2 launcher=$3
 source "$(dirname "$0")/lib.sh"
@@ -15,7 +16,7 @@ if [[ $phase == start ]]; then
   "${tagged[@]}" sbatch --parsable --nodes=2 --ntasks-per-node=1 --time=1 \
     --job-name=accel-timelimit --output="$job_dir/out" \
     --wrap "srun --ntasks-per-node=1 $launcher --num_processes 2 --main_process_port 29620 \
-    --rdzv_timeout 60 /bin/sleep 600" \
+    --rdzv_timeout 60 --hang_timeout 0 /bin/sleep 600" \
     >"$job_dir/job"
   echo "submitted job $(cat "$job_dir/job") with a 1-minute limit"
   wait_for_workers 2 60 sleep || { cat "$job_dir/out"; exit 1; }

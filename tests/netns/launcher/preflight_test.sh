@@ -51,6 +51,7 @@ slow_down() {
 }
 slow_down_remove() { tc -n "${ns[$1]}" qdisc del dev "${veth}$1" root; }
 echo "secret-$$" > "$work/token"
+chmod 600 "$work/token"
 
 fail() {
   echo "FAIL: $*"

@@ -130,6 +130,9 @@ class CompatTest : public ::testing::Test {
     EXPECT_TRUE(port.ok()) << port.status();
     return port.ok() ? *port : 0;
   }
+  // A multi-machine job needs a rendezvous token (the machines of these tests share it this way).
+  static constexpr char kToken[] = "ACCEL_RDZV_TOKEN=compat-test-token";
+
   RunResult Launch(std::vector<std::string> args, absl::Duration timeout = absl::Seconds(180)) {
     args.insert(args.begin(), kLauncher);
     return RunCommand(args, {}, timeout);
@@ -259,12 +262,12 @@ TEST_F(CompatTest, TheTwoMachineGoldenConfigLaunchesBothMachines) {
     std::vector<std::string> one = args;
     one.push_back("1");
     one.insert(one.end(), program.begin(), program.end());
-    machine1 = RunCommand(one, {}, absl::Seconds(90));
+    machine1 = RunCommand(one, {kToken}, absl::Seconds(90));
   });
   std::vector<std::string> zero = args;
   zero.push_back("0");
   zero.insert(zero.end(), program.begin(), program.end());
-  RunResult machine0 = RunCommand(zero, {}, absl::Seconds(90));
+  RunResult machine0 = RunCommand(zero, {kToken}, absl::Seconds(90));
   other.join();
   EXPECT_EQ(machine0.exit_code, kExitOk) << machine0.err;
   EXPECT_EQ(machine1.exit_code, kExitOk) << machine1.err;
@@ -317,10 +320,10 @@ TEST_F(CompatTest, MainProcessPortInUseIsARendezvousFailure) {
   }
   // Machine 0 of two: the port is its rendezvous server's, said plainly, not in gRPC's log lines.
   const std::string p = std::to_string(port);
-  RunResult two = Launch(
-      {"--cpu", "--num_machines", "2", "--machine_rank", "0", "--main_process_ip", "127.0.0.1",
-       "--main_process_port", p, "--num_processes", "2", "--rdzv_timeout", "5", "/bin/true"},
-      absl::Seconds(30));
+  RunResult two = RunCommand({kLauncher, "--cpu", "--num_machines", "2", "--machine_rank", "0",
+                              "--main_process_ip", "127.0.0.1", "--main_process_port", p,
+                              "--num_processes", "2", "--rdzv_timeout", "5", "/bin/true"},
+                             {kToken}, absl::Seconds(30));
   EXPECT_EQ(two.exit_code, kExitRendezvous) << two.err;
   EXPECT_THAT(two.err, HasSubstr("start rendezvous server on main_process_port " + p + ": port " +
                                  p + " on 0.0.0.0 is in use"));

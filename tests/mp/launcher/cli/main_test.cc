@@ -110,8 +110,7 @@ TEST_F(CliBinaryTest, AnUnusableLogDirIsAConfigErrorForLaunchDryRunAndValidate) 
         "launch " + options + "/usr/bin/touch " + marker}) {
     Result r = Run(command);
     EXPECT_EQ(r.code, kExitUsage) << command << "\n" << r.err;
-    EXPECT_THAT(r.err, HasSubstr("log_dir " + file + "/logs cannot hold the logs: " + file +
-                                 "/logs: Not a directory"))
+    EXPECT_THAT(r.err, HasSubstr("log_dir " + file + "/logs: " + file + " is not a directory"))
         << command;
   }
   EXPECT_NE(access(marker.c_str(), F_OK), 0) << "the program ran";
@@ -295,7 +294,8 @@ TEST_F(CliBinaryTest, ConfigDefaultForTwoMachinesWritesAnOwnerOnlyTokenFile) {
   ASSERT_EQ(d.code, kExitOk) << d.err;
   const std::string token_file = dir_.path() + "/cluster/rdzv_token";
   EXPECT_THAT(d.out, HasSubstr("rendezvous token saved at " + token_file));
-  EXPECT_THAT(ReadFile(path), HasSubstr("rdzv_token_file: rdzv_token\n"));
+  EXPECT_THAT(ReadFile(path),
+              ::testing::Not(HasSubstr("rdzv_token_file")));  // accelerate refuses it
   EXPECT_THAT(ReadFile(path), HasSubstr("main_process_port: 29500\n"));
   struct stat st {};
   ASSERT_EQ(::stat(token_file.c_str(), &st), 0);

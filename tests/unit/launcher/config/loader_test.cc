@@ -265,6 +265,20 @@ TEST(ConfigLoaderTest, ARelativeTokenFileIsNextToTheConfigFile) {
   EXPECT_EQ(c.rdzv_token_file, "/etc/token");
 }
 
+// `accel-launch config` writes rdzv_token beside the config without naming it (accelerate refuses
+// unknown keys); a config that names no token file finds it there, and only there.
+TEST(ConfigLoaderTest, ATokenFileBesideAConfigThatNamesNoneIsUsed) {
+  testing::TempDir dir;
+  Config c;
+  SourceMap sources;
+  const std::string path = dir.Write("node/cfg.yaml", "num_machines: 2\n");
+  EXPECT_TRUE(ApplyConfigFile(path, &c, &sources).empty());
+  EXPECT_EQ(c.rdzv_token_file, "");
+  dir.Write("node/rdzv_token", "t0ken\n");
+  EXPECT_TRUE(ApplyConfigFile(path, &c, &sources).empty());
+  EXPECT_EQ(c.rdzv_token_file, dir.path() + "/node/rdzv_token");
+}
+
 TEST(ConfigLoaderTest, CountsHaveUpperBounds) {
   EXPECT_EQ(Problems("num_processes: 1000000000\n"),
             "cfg.yaml:1:16: num_processes 1000000000 is more than the limit of 1048576 (the "

@@ -405,6 +405,7 @@ TEST_F(CoordinatorTest, ALostMachineIsOwedNoEventButTheOthersAre) {
   hb.set_run_id("r1");
   for (int rank : {0, 1}) {
     hb.set_machine_rank(rank);
+    hb.set_machine_secret(SecretOf(rank));
     ASSERT_TRUE(coordinator_->Heartbeat(hb, kT0 + absl::Seconds(2)).ok());
   }
   coordinator_->Tick(kT0 + absl::Seconds(3));  // machine 2, never heard from, is lost
