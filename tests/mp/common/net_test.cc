@@ -8,6 +8,7 @@
 #include "common/unique_fd.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/listener.h"
 
 namespace accel {
 namespace {
@@ -67,13 +68,8 @@ TEST(CheckPortFreeTest, AFreePortIsFreeAndAListenedPortIsInUse) {
   absl::StatusOr<int> port = PickFreePort("127.0.0.1");
   ASSERT_TRUE(port.ok()) << port.status();
   EXPECT_TRUE(CheckPortFree("127.0.0.1", *port).ok());
-  UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(*port));
-  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(::listen(listener.get(), 1), 0);
+  const UniqueFd listener = testing::ListenOn("127.0.0.1", *port);
+  ASSERT_TRUE(listener.valid());
   const absl::Status status = CheckPortFree("127.0.0.1", *port);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(status.message(), "port " + std::to_string(*port) + " on 127.0.0.1 is in use");

@@ -15,22 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/testing/tiny_model.h"
+
 namespace accel {
 namespace {
 
-struct LinImpl : torch::nn::Module {
-  LinImpl() : fc(register_module("fc", torch::nn::Linear(3, 2))) {}
-  at::Tensor forward(const at::Tensor& x) { return fc->forward(x); }
-  torch::nn::Linear fc;
-};
-TORCH_MODULE(Lin);
-
-Options World1(int accumulation = 1) {
-  Options o;
-  o.cpu = true;
-  o.gradient_accumulation_steps = accumulation;
-  return o;
-}
+using testing::Lin;
+using testing::World1;
 
 TEST(AcceleratorTest, BareProcessIsWorldOfOneOnCpu) {
   Accelerator acc(World1());

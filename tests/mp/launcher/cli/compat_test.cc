@@ -26,6 +26,7 @@
 #include "launcher/agent/worker_env.h"
 #include "tests/testing/files.h"
 #include "tests/testing/launch_util.h"
+#include "tests/testing/listener.h"
 
 namespace accel::testing {
 namespace {
@@ -303,13 +304,8 @@ TEST_F(CompatTest, EnableCpuAffinityPinsEachLocalRankToItsOwnCpus) {
 
 TEST_F(CompatTest, MainProcessPortInUseIsARendezvousFailure) {
   const int port = FreePort();
-  UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(::listen(listener.get(), 1), 0);
+  const UniqueFd listener = ListenOn("127.0.0.1", port);
+  ASSERT_TRUE(listener.valid());
   const std::string in_use = "port " + std::to_string(port) + " on 127.0.0.1 is in use";
   for (const char* dry : {"--dry_run", "--verbose"}) {
     RunResult r = Launch({"--cpu", "--num_processes", "2", "--main_process_port",

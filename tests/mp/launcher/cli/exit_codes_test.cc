@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/files.h"
 #include "tests/testing/launch_util.h"
+#include "tests/testing/listener.h"
 
 namespace accel::testing {
 namespace {
@@ -90,13 +91,8 @@ TEST(ExitCodesTest, TwoWhenNothingWasLaunched) {
 TEST(ExitCodesTest, ThreeWhenTheRendezvousFails) {
   absl::StatusOr<int> port = PickFreePort("127.0.0.1");
   ASSERT_TRUE(port.ok());
-  UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(*port));
-  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(::listen(listener.get(), 1), 0);
+  const UniqueFd listener = ListenOn("127.0.0.1", *port);
+  ASSERT_TRUE(listener.valid());
   RunResult r =
       Launch({"--num_processes", "2", "--main_process_port", std::to_string(*port), kFake});
   EXPECT_EQ(r.exit_code, kExitRendezvous) << r.err;
