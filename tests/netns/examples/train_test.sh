@@ -11,28 +11,8 @@ train=$2
 if [[ $(id -u) -ne 0 ]]; then echo "SKIP: needs root for ip netns"; exit 77; fi
 command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
 
-id=$(( $$ % 200 + 20 ))
-ns0=accel_train_$$_0 ns1=accel_train_$$_1
-addr0=10.214.$id.1 addr1=10.214.$id.2
-work=$(mktemp -d)
-cleanup() {
-  ip netns pids "$ns0" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
-  ip netns pids "$ns1" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
-  ip netns del "$ns0" 2>/dev/null || true
-  ip netns del "$ns1" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-ip netns add "$ns0" || { echo "SKIP: ip netns add failed (no CAP_SYS_ADMIN?)"; exit 77; }
-ip netns add "$ns1"
-ip link add "vtr$$a" type veth peer name "vtr$$b"
-ip link set "vtr$$a" netns "$ns0"
-ip link set "vtr$$b" netns "$ns1"
-ip -n "$ns0" addr add "$addr0/24" dev "vtr$$a"
-ip -n "$ns1" addr add "$addr1/24" dev "vtr$$b"
-for ns in "$ns0" "$ns1"; do ip -n "$ns" link set lo up; done
-ip -n "$ns0" link set "vtr$$a" up
-ip -n "$ns1" link set "vtr$$b" up
+source "$(dirname "$0")/../../testing/two_machines.sh"
+two_machines train 214
 
 sizes=(--input-dim 32 --hidden 64 --layers 3 --classes 4 --samples 512 --lr 0.01 --optimizer sgd)
 common=(--use_cpu --num_machines 2 --num_processes 2 --main_process_ip "$addr0"

@@ -16,31 +16,11 @@ if [[ $(id -u) -ne 0 ]]; then echo "SKIP: needs root for ip netns"; exit 77; fi
 command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
 command -v python3 >/dev/null || { echo "SKIP: python3 missing (reads the JSON)"; exit 77; }
 
-id=$(( $$ % 200 + 20 ))
-ns0=accel_stat_$$_0 ns1=accel_stat_$$_1
-addr0=10.217.$id.1 addr1=10.217.$id.2
+source "$(dirname "$0")/../../testing/two_machines.sh"
 port=$(( 29600 + $$ % 300 ))
-work=$(mktemp -d)
 slower=
-cleanup() {
-  [[ -n $slower ]] && kill "$slower" 2>/dev/null || true
-  ip netns pids "$ns0" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
-  ip netns pids "$ns1" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
-  ip netns del "$ns0" 2>/dev/null || true
-  ip netns del "$ns1" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-ip netns add "$ns0" || { echo "SKIP: ip netns add failed (no CAP_SYS_ADMIN?)"; exit 77; }
-ip netns add "$ns1"
-ip link add "vst$$a" type veth peer name "vst$$b"
-ip link set "vst$$a" netns "$ns0"
-ip link set "vst$$b" netns "$ns1"
-ip -n "$ns0" addr add "$addr0/24" dev "vst$$a"
-ip -n "$ns1" addr add "$addr1/24" dev "vst$$b"
-for ns in "$ns0" "$ns1"; do ip -n "$ns" link set lo up; done
-ip -n "$ns0" link set "vst$$a" up
-ip -n "$ns1" link set "vst$$b" up
+before_cleanup() { [[ -n $slower ]] && kill "$slower" 2>/dev/null || true; }
+two_machines stat 217
 
 window=6
 interval=1
