@@ -50,32 +50,81 @@ struct Min {
   }
 };
 
+// The last pass over a block: v = op(acc or the first input, the last input), divided for kAvg,
+// stored to `o` and, when kTwo, to `o2` in the same pass. `o` may be an input at the same index
+// (read before written), hence ivdep rather than __restrict.
+template <bool kTwo, typename T, typename A, typename Load, typename Op>
+void FinalPass(Load first, const T* last, T* o, T* o2, std::int64_t n, Op op, int divisor) {
+  if (divisor > 1) {
+    if constexpr (std::is_floating_point_v<A>) {
+      const A d = static_cast<A>(divisor);
+#pragma GCC ivdep
+      for (std::int64_t i = 0; i < n; ++i) {
+        const T v = static_cast<T>(op(first(i), static_cast<A>(last[i])) / d);
+        o[i] = v;
+        if constexpr (kTwo) o2[i] = v;
+      }
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) {
+        const auto sum = static_cast<std::int64_t>(op(first(i), static_cast<A>(last[i])));
+        const T v = static_cast<T>(sum / divisor);  // truncating
+        o[i] = v;
+        if constexpr (kTwo) o2[i] = v;
+      }
+    }
+    return;
+  }
+#pragma GCC ivdep
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T v = static_cast<T>(op(first(i), static_cast<A>(last[i])));
+    o[i] = v;
+    if constexpr (kTwo) o2[i] = v;
+  }
+}
+
+// One block of at most kBlock elements. Two inputs (the common case: two ranks on a machine) take
+// one pass that reads both and writes both outputs; more inputs accumulate the first k - 1 in an
+// L1-resident float32 (or T) block, and the last pass adds the last input and writes. The sum is
+// always taken in rank order: ((in0 op in1) op in2) ...
+template <bool kTwo, typename T, typename Op>
+void ReduceBlock(const std::vector<const void*>& inputs, std::int64_t base, T* o, T* o2,
+                 std::int64_t n, Op op, int divisor) {
+  using A = typename AccumulatorOf<T>::type;
+  auto in = [&](std::size_t k) { return static_cast<const T*>(inputs[k]) + base; };
+  const std::size_t k_last = inputs.size() - 1;
+  if (k_last == 0) {  // one rank: a copy (divided for kAvg)
+    const T* only = in(0);
+    return FinalPass<kTwo, T, A>([only](std::int64_t i) { return static_cast<A>(only[i]); }, only,
+                                 o, o2, n, [](A a, A) { return a; }, divisor);
+  }
+  if (k_last == 1) {
+    const T* first = in(0);
+    return FinalPass<kTwo, T, A>([first](std::int64_t i) { return static_cast<A>(first[i]); },
+                                 in(1), o, o2, n, op, divisor);
+  }
+  A acc[kBlock];
+  const T* a = in(0);
+  const T* b = in(1);
+  for (std::int64_t i = 0; i < n; ++i) acc[i] = op(static_cast<A>(a[i]), static_cast<A>(b[i]));
+  for (std::size_t k = 2; k < k_last; ++k) {
+    const T* x = in(k);
+    for (std::int64_t i = 0; i < n; ++i) acc[i] = op(acc[i], static_cast<A>(x[i]));
+  }
+  const A* accp = acc;
+  FinalPass<kTwo, T, A>([accp](std::int64_t i) { return accp[i]; }, in(k_last), o, o2, n, op,
+                        divisor);
+}
+
 template <typename T, typename Op>
 void ReduceTyped(const std::vector<const void*>& inputs, T* out, T* out2, std::int64_t count, Op op,
                  int divisor) {
-  using A = typename AccumulatorOf<T>::type;
-  A acc[kBlock];
   for (std::int64_t base = 0; base < count; base += kBlock) {
     const std::int64_t n = std::min(kBlock, count - base);
-    const T* first = static_cast<const T*>(inputs[0]) + base;
-    for (std::int64_t i = 0; i < n; ++i) acc[i] = static_cast<A>(first[i]);
-    for (std::size_t k = 1; k < inputs.size(); ++k) {
-      const T* in = static_cast<const T*>(inputs[k]) + base;
-      for (std::int64_t i = 0; i < n; ++i) acc[i] = op(acc[i], static_cast<A>(in[i]));
+    if (out2 != nullptr) {
+      ReduceBlock<true>(inputs, base, out + base, out2 + base, n, op, divisor);
+    } else {
+      ReduceBlock<false>(inputs, base, out + base, static_cast<T*>(nullptr), n, op, divisor);
     }
-    if (divisor > 1) {
-      if constexpr (std::is_floating_point_v<A>) {
-        const A d = static_cast<A>(divisor);
-        for (std::int64_t i = 0; i < n; ++i) acc[i] = acc[i] / d;
-      } else {
-        for (std::int64_t i = 0; i < n; ++i) {
-          acc[i] = static_cast<A>(static_cast<std::int64_t>(acc[i]) / divisor);  // truncating
-        }
-      }
-    }
-    T* o = out + base;
-    for (std::int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(acc[i]);
-    if (out2 != nullptr) std::copy(o, o + n, out2 + base);
   }
 }
 
