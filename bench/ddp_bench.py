@@ -18,9 +18,11 @@ Usage: /usr/bin/python3 bench/ddp_bench.py [--build build] [--steps 200] [--runs
        /usr/bin/python3 bench/ddp_bench.py --machines 2 [--procs-per-machine 1]
 """
 import argparse
+import contextlib
 import csv
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -93,6 +95,7 @@ class TwoMachines:
     """Two namespaces joined by a veth pair; removed (and everything in them killed) on exit."""
 
     def __init__(self):
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so that __exit__ removes them
         tag = os.getpid() % 100000
         self.ns = [f"accel_ddpb_{tag}_0", f"accel_ddpb_{tag}_1"]
         sub = 20 + os.getpid() % 200
@@ -172,7 +175,10 @@ def torch_two_machines(net, model, per, steps, warmup):
     world = 2 * per
 
     def cmd(m):
-        return [PY, f"{HERE}/torchrun_compat.py", "--nnodes", "2", "--node_rank", str(m),
+        # Gloo picks its interface from the host name, which has no address inside a namespace:
+        # name the veth (accel-launch passes the address it joined the rendezvous with).
+        return ["env", f"GLOO_SOCKET_IFNAME={net.veth}{'ab'[m]}",
+                PY, f"{HERE}/torchrun_compat.py", "--nnodes", "2", "--node_rank", str(m),
                 f"--nproc_per_node={per}", "--master_addr", net.addr[0], "--master_port",
                 str(port), "--monitor_interval", "0.1", f"{HERE}/torch_mlp.py",
                 "--input-dim", str(d), "--hidden", str(h), "--layers", str(layers),
@@ -228,12 +234,8 @@ def main():
         p.error(f"unknown model(s) {unknown}; known: {', '.join(MODELS)}")
     steps, warmup, runs = (12, 2, 1) if a.quick else (a.steps, a.warmup, a.runs)
     rows = []
-    net = TwoMachines().__enter__() if a.machines == 2 else None
-    try:
+    with TwoMachines() if a.machines == 2 else contextlib.nullcontext() as net:
         measure(a, models, worlds, steps, warmup, runs, net, rows)
-    finally:
-        if net is not None:
-            net.__exit__(None, None, None)
     report(a, rows, steps, warmup, runs)
 
 

@@ -91,12 +91,7 @@ void ReduceBlock(const std::vector<const void*>& inputs, std::int64_t base, T* o
                  std::int64_t n, Op op, int divisor) {
   using A = typename AccumulatorOf<T>::type;
   auto in = [&](std::size_t k) { return static_cast<const T*>(inputs[k]) + base; };
-  const std::size_t k_last = inputs.size() - 1;
-  if (k_last == 0) {  // one rank: a copy (divided for kAvg)
-    const T* only = in(0);
-    return FinalPass<kTwo, T, A>([only](std::int64_t i) { return static_cast<A>(only[i]); }, only,
-                                 o, o2, n, [](A a, A) { return a; }, divisor);
-  }
+  const std::size_t k_last = inputs.size() - 1;  // at least 1: Reduce's contract
   if (k_last == 1) {
     const T* first = in(0);
     return FinalPass<kTwo, T, A>([first](std::int64_t i) { return static_cast<A>(first[i]); },
@@ -165,6 +160,7 @@ bool Supported(c10::ScalarType dtype) {
 
 void Reduce(c10::ScalarType dtype, ReduceOp op, const std::vector<const void*>& inputs, void* out,
             void* out2, std::int64_t count, int divisor) {
+  if (inputs.size() < 2) throw Error("all-reduce", "(shm)", "a reduction needs two inputs or more");
   switch (dtype) {
     case c10::kFloat:
       return Dispatch<float>(op, inputs, out, out2, count, divisor);

@@ -17,7 +17,8 @@ namespace accel::worker::shm {
 // True when Reduce supports `dtype` (float, double, half, bfloat16, int32, int64, uint8, int8).
 bool Supported(c10::ScalarType dtype);
 
-// out[i] = op over k of inputs[k][i], for i < count; kAvg divides the sum by `divisor` (integers:
+// out[i] = op over k of inputs[k][i], for i < count, over two inputs or more (a group of one rank
+// has nothing to reduce; throws accel::Error); kAvg divides the sum by `divisor` (integers:
 // truncating). `out2` may be null. An output may alias one input (it is read before written).
 void Reduce(c10::ScalarType dtype, ReduceOp op, const std::vector<const void*>& inputs, void* out,
             void* out2, std::int64_t count, int divisor);

@@ -2,7 +2,6 @@
 
 #include <linux/futex.h>
 #include <poll.h>
-#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -162,12 +161,7 @@ void ShmSync::Barrier(const char* op, Clock::time_point deadline) {
     for (unsigned i = 1;; ++i) {
       CpuRelax();
       if (AllArrived(target)) return;
-      if ((i & 63) == 0) {
-        if (Clock::now() - start > kSpin) break;
-        // The scheduler may have put a peer on this CPU (a futex wake pulls the woken rank next
-        // to its waker): let it run instead of spinning against it.
-        ::sched_yield();
-      }
+      if ((i & 63) == 0 && Clock::now() - start > kSpin) break;
     }
   }
   Header* h = segment_.header();
