@@ -251,17 +251,20 @@ RunResult RunSteps(const TrainFlags& flags, const StepRange& range, Accelerator&
   return result;
 }
 
-// Prints the final JSON line (main process): the mean last loss over ranks and the checksum.
+// Prints the final JSON line (main process): the mean last loss over ranks, the checksum and the
+// communicator that carried the job's collectives.
 void PrintSummary(Accelerator& acc, const RunResult& result, torch::nn::Module& model) {
   auto mean_loss = acc.reduce(torch::tensor({result.last.loss}, torch::kFloat64), ReduceOp::kAvg);
   const double checksum = ParamChecksum(model);
   char json[512];
   std::snprintf(json, sizeof(json),
                 "{\"world\": %d, \"grad_accum\": %d, \"steps\": %lld, \"samples_per_sec\": %.1f, "
-                "\"loss\": %.6f, \"first_loss\": %.6f, \"param_checksum\": %.10g}",
+                "\"loss\": %.6f, \"first_loss\": %.6f, \"param_checksum\": %.10g, "
+                "\"backend\": \"%s\"}",
                 acc.num_processes(), acc.gradient_accumulation_steps(),
                 static_cast<long long>(acc.step_count()), result.last.samples_per_sec,
-                mean_loss.item<double>(), result.first_loss, checksum);
+                mean_loss.item<double>(), result.first_loss, checksum,
+                acc.communicator().name().c_str());
   acc.print(json);
 }
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Two machines × one CPU process each, as two `ip netns` namespaces joined by a veth pair, one
-# accel-launch per namespace: train.bin's DDP (real Gloo over 10.x addresses that exist only
+# Two machines as two `ip netns` namespaces joined by a veth pair, one accel-launch per
+# namespace. One CPU process each: train.bin's DDP (real Gloo over 10.x addresses that exist only
 # inside the namespaces) must give the same parameters as one process with twice the batch, also
 # after saving and resuming checkpoints in one shared directory and in a directory per machine.
+# Two processes each: the hierarchical all-reduce (shared memory inside a machine, Gloo between
+# the machines' leaders) must give the same parameters as one process with four times the batch.
 # Needs root (exit 77 = skipped, with the reason). Creates and removes its namespaces.
 # Usage: train_test.sh <accel-launch> <train.bin>
 set -euo pipefail
@@ -15,23 +17,26 @@ source "$(dirname "$0")/../../testing/two_machines.sh"
 two_machines train 214
 
 sizes=(--input-dim 32 --hidden 64 --layers 3 --classes 4 --samples 512 --lr 0.01 --optimizer sgd)
-common=(--use_cpu --num_machines 2 --num_processes 2 --main_process_ip "$addr0"
+common=(--use_cpu --num_machines 2 --main_process_ip "$addr0"
         --main_process_port 29555 --rdzv_timeout 60 --run_id netns-train)
 echo "secret-$$" > "$work/token"
 chmod 600 "$work/token"
 
-# run_pair NAME "ARGS FOR MACHINE 0" "ARGS FOR MACHINE 1": both machines' train.bin, batch 4 each;
-# logs in $work/NAME.m0.log and $work/NAME.m1.log; fails the test unless both exit 0.
+# run_pair NAME "ARGS FOR MACHINE 0" "ARGS FOR MACHINE 1": both machines' train.bin, batch 4 per
+# process, $procs processes in all (default 2: one per machine); logs in $work/NAME.m0.log and
+# $work/NAME.m1.log; fails the test unless both exit 0.
 run_pair() {
   local name=$1 m rc0=0 rc1=0
   local -a extra0 extra1
   read -r -a extra0 <<<"$2"
   read -r -a extra1 <<<"$3"
-  timeout -s KILL 120 ip netns exec "$ns0" "$launcher" "${common[@]}" --machine_rank 0 \
+  timeout -s KILL 120 ip netns exec "$ns0" "$launcher" "${common[@]}" --num_processes "${procs:-2}" \
+    --machine_rank 0 \
     --rdzv_token_file "$work/token" "$train" "${sizes[@]}" --batch-size 4 "${extra0[@]}" \
     >"$work/$name.m0.log" 2>&1 &
   local pid0=$!
-  timeout -s KILL 120 ip netns exec "$ns1" "$launcher" "${common[@]}" --machine_rank 1 \
+  timeout -s KILL 120 ip netns exec "$ns1" "$launcher" "${common[@]}" --num_processes "${procs:-2}" \
+    --machine_rank 1 \
     --rdzv_token_file "$work/token" "$train" "${sizes[@]}" --batch-size 4 "${extra1[@]}" \
     >"$work/$name.m1.log" 2>&1 &
   local pid1=$!
@@ -44,11 +49,13 @@ run_pair() {
   fi
 }
 checksum() { grep -o '"param_checksum": [-0-9.e+]*' | tail -n 1 | awk '{print $2}'; }
-# same_checksum LOG STEPS: machine 0's checksum equals one process with twice the batch.
+# same_checksum LOG STEPS [BATCH]: machine 0's checksum equals one process with batch BATCH
+# (default 8: both machines' batches together).
 same_checksum() {
   local two one
   two=$(checksum <"$1" || true)
-  one=$(timeout -s KILL 60 "$train" "${sizes[@]}" --batch-size 8 --steps "$2" | tail -n 1 | checksum)
+  one=$(timeout -s KILL 60 "$train" "${sizes[@]}" --batch-size "${3:-8}" --steps "$2" | tail -n 1 |
+    checksum)
   echo "checksum two machines: $two, one process: $one ($1)"
   [[ -n $two ]] || { echo "no checksum in $1"; cat "$1"; exit 1; }
   awk -v a="$two" -v b="$one" 'BEGIN { d = a - b; if (d < 0) d = -d; s = b < 0 ? -b : b;
@@ -57,7 +64,15 @@ same_checksum() {
 
 run_pair plain "--steps 20" "--steps 20"
 grep -q '"world": 2' "$work/plain.m0.log" || { echo "machine 0 did not train a world of 2"; exit 1; }
+grep -q '"backend": "gloo"' "$work/plain.m0.log" || { echo "plain: not Gloo"; exit 1; }
 same_checksum "$work/plain.m0.log" 20
+
+# Two processes on each machine: shared memory inside it, Gloo between the two leaders.
+procs=4 run_pair hierarchical "--steps 20" "--steps 20"
+grep -q '"world": 4' "$work/hierarchical.m0.log" || { echo "not a world of 4"; exit 1; }
+grep -q '"backend": "shm+gloo"' "$work/hierarchical.m0.log" ||
+  { echo "the hierarchical path did not carry the job"; cat "$work/hierarchical.m0.log"; exit 1; }
+same_checksum "$work/hierarchical.m0.log" 20 16
 
 # Checkpoints in one directory both machines share (the namespaces share the filesystem): one
 # writer for the shared files, a rank file each; then resume from it.
