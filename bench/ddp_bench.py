@@ -2,9 +2,10 @@
 """DDP training throughput: train.bin under accel-launch vs the same MLP in Python DDP under
 Debian's torchrun (gloo, through bench/torchrun_compat.py, --monitor_interval 0.1), like for like:
 same model, SGD on both sides, same data path (synthetic teacher set, DistributedSampler-style
-shards, index_select batches), same accumulation, OMP_NUM_THREADS=1 per process with 2 (both
-launchers set it). For each (model, processes) the variants run alternately, --runs times each
-(default 5), and the median samples/s is reported. With 2 processes, train.bin also runs with
+shards, index_select batches), same accumulation, the same OMP_NUM_THREADS on both sides
+(cores / processes, what accel-launch --use_cpu sets; with one process torchrun sets none, so
+torch's own default also runs, as "torchrun own threads"). For each (model, processes) the
+variants run alternately, --runs times each (default 5), and the median samples/s is reported. With 2 processes, train.bin also runs with
 the shared-memory all-reduce off (ACCEL_SHM=off: Gloo) and with overlap forced on.
 
 --machines 2: two machines as `ip netns` namespaces joined by a veth pair (needs root; the bench
@@ -71,7 +72,14 @@ def ours(build, model, world, steps, warmup, env=None):
     return run(cmd, env)
 
 
-def python_ddp(model, world, steps, warmup, tries=2):
+def threads_per_process(world):
+    """What accel-launch --use_cpu gives each process (cores / processes, as accelerate launch
+    does); the Python side gets the same, so both run with the same thread settings."""
+    return str(max(1, (os.cpu_count() or 1) // world))
+
+
+def python_ddp(model, world, steps, warmup, tries=2, threads=None):
+    """threads: the environment for the thread count; None: threads_per_process(world)."""
     d, h, layers, c, b, a = MODELS[model]
     cmd = [PY, f"{HERE}/torchrun_compat.py", "--standalone", f"--nproc_per_node={world}",
            "--monitor_interval", "0.1",
@@ -79,7 +87,7 @@ def python_ddp(model, world, steps, warmup, tries=2):
            str(layers), "--classes", str(c), "--batch-size", str(b), "--grad-accum", str(a),
            "--optimizer", "sgd", "--lr", str(LR), "--steps", str(steps), "--warmup", str(warmup),
            "--samples", str(64 * b * world), "--dataset", "teacher"]
-    env = {"OMP_NUM_THREADS": "1"} if world > 1 else {}
+    env = {"OMP_NUM_THREADS": threads_per_process(world)} if threads is None else threads
     # torchrun's c10d store start-up occasionally races its own workers (a store.set traceback
     # on this 2-core machine); one retry, and the failure is printed, not hidden.
     for attempt in range(tries):
@@ -202,7 +210,12 @@ def variants(build, model, world, steps, warmup):
         "accel": lambda: ours(build, model, world, steps, warmup)["samples_per_sec"],
         "torchrun": lambda: python_ddp(model, world, steps, warmup)["samples_per_sec"],
     }
-    if world > 1:
+    if world == 1:
+        # torchrun itself sets no OMP_NUM_THREADS for one process: torch's own default (one
+        # thread per physical core as cpuinfo counts them; here cpuinfo counts one).
+        out["torchrun own threads"] = lambda: python_ddp(model, world, steps, warmup,
+                                                         threads={})["samples_per_sec"]
+    else:
         out["accel shm=off"] = lambda: ours(build, model, world, steps, warmup,
                                             {"ACCEL_SHM": "off"})["samples_per_sec"]
         out["accel overlap=on"] = lambda: ours(build, model, world, steps, warmup,
@@ -262,10 +275,10 @@ def measure(a, models, worlds, steps, warmup, runs, net, rows):
 
 
 def report(a, rows, steps, warmup, runs):
-    print(f"\n{'model':<16}{'machines':>9}{'world':>6}{'variant':>18}{'median samples/s':>18}"
+    print(f"\n{'model':<16}{'machines':>9}{'world':>6}{'variant':>22}{'median samples/s':>18}"
           f"{'vs torchrun':>13}")
     for r in rows:
-        print(f"{r['model']:<16}{r['machines']:>9}{r['world']:>6}{r['variant']:>18}"
+        print(f"{r['model']:<16}{r['machines']:>9}{r['world']:>6}{r['variant']:>22}"
               f"{r['median_samples_s']:>18.0f}{r['vs_torchrun']:>12.2f}x")
     os.makedirs(a.out, exist_ok=True)
     stem = "ddp_bench" if a.machines == 1 else "ddp_bench_2machines"
