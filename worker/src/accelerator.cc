@@ -25,6 +25,7 @@
 #include "common/overlap.h"
 #include "worker/src/accelerator_state.h"
 #include "worker/src/amp/autocast_compat.h"
+#include "worker/src/blas_threads.h"
 #include "worker/src/comm/factory.h"
 #include "worker/src/comm/progress_communicator.h"
 #include "worker/src/env.h"
@@ -142,6 +143,11 @@ Accelerator::Accelerator(Options options) : state_(std::make_unique<internal::Ac
       std::cerr << "[accel] mixed_precision=fp16 needs a CUDA device; training on CPU in fp32 "
                    "(bf16 works on CPU)\n";
     }
+  }
+  if (!s.device.is_cuda() && s.local_rank == 0) {
+    const std::string notice =
+        worker::BlasContentionNotice(worker::FindLoadedBlas(), at::get_num_threads());
+    if (!notice.empty()) std::cerr << notice << "\n";
   }
   const bool scale =
       options.loss_scaling == LossScaling::kDynamic ||

@@ -66,6 +66,29 @@ std::string TempDir(const std::string& name) {
 
 const char kSmall[] = "--input-dim 32 --hidden 64 --layers 3 --classes 4 --samples 512 --lr 0.01";
 
+// Debian's pthreads OpenBLAS (installed, not selected, by scripts/install-deps) with two OpenMP
+// threads: train.bin says why CPU training may crawl; with the selected OpenMP build it says
+// nothing.
+TEST(Train, PthreadsOpenBlasWithSeveralThreadsIsNamedOnce) {
+  const std::string pthreads_dir = "/usr/lib/x86_64-linux-gnu/openblas-pthread";
+  ASSERT_TRUE(std::filesystem::exists(pthreads_dir + "/libopenblas.so.0"))
+      << "scripts/install-deps installs libopenblas0-pthread";
+  const std::vector<std::string> argv = {kTrain, "--input-dim", "32", "--hidden", "64",
+                                         "--samples", "256", "--steps", "3"};
+  testing::RunResult slow = testing::RunCommand(
+      argv, {"LD_LIBRARY_PATH=" + pthreads_dir, "OMP_NUM_THREADS=2"}, absl::Seconds(60));
+  ASSERT_EQ(slow.exit_code, kExitOk) << slow.out << slow.err;
+  const std::string notice = "OpenBLAS here is its pthreads build";
+  EXPECT_NE(slow.err.find(notice), std::string::npos) << slow.err;
+  EXPECT_EQ(slow.err.find(notice), slow.err.rfind(notice)) << "once\n" << slow.err;
+
+  testing::RunResult shared = testing::RunCommand(argv, {"OMP_NUM_THREADS=2"}, absl::Seconds(60));
+  ASSERT_EQ(shared.exit_code, kExitOk) << shared.out << shared.err;
+  EXPECT_EQ(shared.err.find(notice), std::string::npos)
+      << "the selected BLAS (scripts/install-deps: the OpenMP build) needs no notice\n"
+      << shared.err;
+}
+
 TEST(Train, DefaultConfigTrainsAndLossFallsByHalf) {
   Outcome run =
       RunProgram(kLauncher, "--config_file " ACCEL_SOURCE_DIR "/configs/default_config.yaml " +
