@@ -73,8 +73,8 @@ TEST(Train, PthreadsOpenBlasWithSeveralThreadsIsNamedOnce) {
   const std::string pthreads_dir = "/usr/lib/x86_64-linux-gnu/openblas-pthread";
   ASSERT_TRUE(std::filesystem::exists(pthreads_dir + "/libopenblas.so.0"))
       << "scripts/install-deps installs libopenblas0-pthread";
-  const std::vector<std::string> argv = {kTrain, "--input-dim", "32", "--hidden", "64",
-                                         "--samples", "256", "--steps", "3"};
+  const std::vector<std::string> argv = {kTrain,      "--input-dim", "32",      "--hidden", "64",
+                                         "--samples", "256",         "--steps", "3"};
   testing::RunResult slow = testing::RunCommand(
       argv, {"LD_LIBRARY_PATH=" + pthreads_dir, "OMP_NUM_THREADS=2"}, absl::Seconds(60));
   ASSERT_EQ(slow.exit_code, kExitOk) << slow.out << slow.err;
