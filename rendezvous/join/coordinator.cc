@@ -61,7 +61,9 @@ std::string JoinCoordinator::ReferenceLocked() const {
   return "the rendezvous server";
 }
 
-absl::Status JoinCoordinator::CheckLocked(const JoinedMachine& machine, const std::string& nonce) {
+absl::Status JoinCoordinator::CheckLocked(const JoinedMachine& machine, const std::string& nonce,
+                                          int* differing) {
+  *differing = -1;
   if (absl::Status s = CheckAgainstServer(machine, options_, ReferenceLocked()); !s.ok()) return s;
   if (absl::Status s = CheckRequestShape(machine.request, options_); !s.ok()) return s;
   const int rank = machine.request.machine_rank();
@@ -91,7 +93,12 @@ absl::Status JoinCoordinator::CheckLocked(const JoinedMachine& machine, const st
   std::vector<std::string> warnings;
   absl::Status status =
       CheckAgainstPeer(machine, *peer, options_.run_id, options_.strict, warnings);
-  if (status.ok()) warnings_.insert(warnings_.end(), warnings.begin(), warnings.end());
+  if (status.ok()) {
+    warnings_.insert(warnings_.end(), warnings.begin(), warnings.end());
+  } else if (rank == 0) {  // the waiting machine is the one that differs from the job's config
+    *differing = peer->request.machine_rank();
+    status = CheckAgainstPeer(*peer, machine, options_.run_id, options_.strict, warnings);
+  }
   return status;
 }
 
@@ -114,11 +121,21 @@ JoinCoordinator::Id JoinCoordinator::Join(const v1::JoinRequest& request, std::s
       status = absl::FailedPreconditionError(
           absl::StrCat("join rendezvous run_id=", options_.run_id, ": the run has finished"));
     } else {
-      status = CheckLocked(machine, request.agent_nonce());
-      // A machine with the job's token was refused: this attempt cannot complete, and the
-      // machines waiting in it learn why now instead of at rdzv_timeout.
-      if ((absl::IsFailedPrecondition(status) || absl::IsInvalidArgument(status)) &&
-          phase_ == Phase::kJoining && !pending_.empty()) {
+      int differing = -1;
+      status = CheckLocked(machine, request.agent_nonce(), &differing);
+      if (differing >= 0) {
+        // Machine 0 joined after a machine whose config differs from its own: that machine is
+        // refused, and machine 0 and the others waiting hear why, as in the other order.
+        auto odd = pending_.find(differing);
+        const absl::Status refused = RefusedPeerError(odd->second.machine, status, options_.run_id);
+        out.joins.emplace_back(std::move(odd->second.done), status);
+        pending_.erase(odd);
+        FailPendingLocked(refused, out);
+        status = refused;
+      } else if ((absl::IsFailedPrecondition(status) || absl::IsInvalidArgument(status)) &&
+                 phase_ == Phase::kJoining && !pending_.empty()) {
+        // A machine with the job's token was refused: this attempt cannot complete, and the
+        // machines waiting in it learn why now instead of at rdzv_timeout.
         FailPendingLocked(RefusedPeerError(machine, status, options_.run_id), out);
       }
     }

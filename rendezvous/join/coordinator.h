@@ -131,7 +131,10 @@ class JoinCoordinator {
     std::vector<std::string> over;
   };
 
-  absl::Status CheckLocked(const JoinedMachine& machine, const std::string& nonce)
+  // Checks a joining machine against the server and the machines waiting. When machine 0 joins
+  // and a waiting machine's config differs from it, machine 0's is the job's: `*differing` is
+  // set to that machine's rank and the status is the one that machine is refused with.
+  absl::Status CheckLocked(const JoinedMachine& machine, const std::string& nonce, int* differing)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string ReferenceLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CompleteLocked(absl::Time now, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -502,5 +502,29 @@ TEST_F(CoordinatorProcessesTest, FingerprintMismatchAgainstMachineZero) {
                 reason);
 }
 
+// Machine 0's config is the job's, whichever machine reaches the server first: a machine 1 that
+// joined before machine 0 and differs from it is the one refused, and machine 0 hears why (the
+// netns agent test saw the roles swap when machine 1 won the race).
+TEST_F(CoordinatorProcessesTest, FingerprintMismatchBlamesTheMachineThatDiffersFromMachineZero) {
+  v1::JoinRequest a = Request(0, 2);
+  (*a.mutable_config_fingerprint())["mixed_precision"] = "fp16";
+  v1::JoinRequest b = Request(1, 2);
+  (*b.mutable_config_fingerprint())["mixed_precision"] = "no";
+  Join(b);
+  Join(a);
+  const std::string reason =
+      "config fingerprint mismatch: machine_rank 1 (host host1, address 10.0.0.2) and "
+      "machine_rank 0 (host host0, address 10.0.0.1) differ in mixed_precision";
+  ASSERT_EQ(results_[1].size(), 1u);
+  EXPECT_EQ(results_[1][0].status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(results_[1][0].status().message(), "join rendezvous run_id=r1: " + reason);
+  ASSERT_EQ(results_[0].size(), 1u);
+  EXPECT_EQ(results_[0][0].status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(results_[0][0].status().message(),
+            "join rendezvous run_id=r1: machine_rank 1 (host host1, address 10.0.0.2) was "
+            "refused, so this attempt cannot complete: " +
+                reason);
+}
+
 }  // namespace
 }  // namespace accel::rendezvous
