@@ -14,7 +14,8 @@ or one torchrun per namespace: Gloo over the veth between the machines on both s
 hierarchical path: shared memory inside a machine, Gloo among one leader per machine).
 OMP_NUM_THREADS is 1 on both sides (the namespaces share this machine's cores).
 
-Prints a table, writes bench/results/ddp_bench.{csv,json}. Not a test: numbers, not verdicts.
+Prints a table, writes bench/results/ddp_bench.{csv,json} and, with gnuplot, a PNG (plot_ddp.py).
+Not a test: numbers, not verdicts.
 Usage: /usr/bin/python3 bench/ddp_bench.py [--build build] [--steps 200] [--runs 5] [--quick]
        /usr/bin/python3 bench/ddp_bench.py --machines 2 [--procs-per-machine 1]
 """
@@ -23,12 +24,15 @@ import contextlib
 import csv
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+import plot_ddp  # bench/plot_ddp.py, beside this file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -292,6 +296,8 @@ def report(a, rows, steps, warmup, runs):
                    "procs_per_machine": a.procs_per_machine, "rows": rows,
                    "nproc": os.cpu_count()}, f, indent=2)
     print(f"\nwrote {a.out}/{stem}.csv and {stem}.json")
+    if shutil.which("gnuplot"):
+        plot_ddp.plot(os.path.join(a.out, f"{stem}.png"), [os.path.join(a.out, f"{stem}.json")])
 
 
 if __name__ == "__main__":
