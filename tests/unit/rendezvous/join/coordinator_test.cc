@@ -483,47 +483,40 @@ TEST_F(CoordinatorProcessesTest, VersionWarningReachesEveryMachine) {
   EXPECT_EQ(results_[1][0]->warnings_size(), 1);
 }
 
-TEST_F(CoordinatorProcessesTest, FingerprintMismatchAgainstMachineZero) {
-  v1::JoinRequest a = Request(0, 2);
-  (*a.mutable_config_fingerprint())["mixed_precision"] = "fp16";
-  v1::JoinRequest b = Request(1, 2);
-  (*b.mutable_config_fingerprint())["mixed_precision"] = "no";
-  Join(a);
-  Join(b);
-  ASSERT_EQ(results_[1].size(), 1u);
-  const std::string reason =
-      "config fingerprint mismatch: machine_rank 1 (host host1, address 10.0.0.2) and "
-      "machine_rank 0 (host host0, address 10.0.0.1) differ in mixed_precision";
-  EXPECT_EQ(results_[1][0].status().message(), "join rendezvous run_id=r1: " + reason);
-  ASSERT_EQ(results_[0].size(), 1u);  // machine 0 learns which key differs, at once
-  EXPECT_EQ(results_[0][0].status().message(),
-            "join rendezvous run_id=r1: machine_rank 1 (host host1, address 10.0.0.2) was "
-            "refused, so this attempt cannot complete: " +
-                reason);
+class FingerprintMismatchTest : public CoordinatorProcessesTest {
+ protected:
+  // Machines 0 and 1 join with different mixed_precision, machine 0 first or second. Machine 0's
+  // config is the job's whichever reaches the server first: machine 1 is the one refused, and
+  // machine 0 learns which key differs at once (the netns agent test once saw the roles swap
+  // when machine 1 won the race).
+  void ExpectMachineOneRefused(bool machine_zero_first) {
+    v1::JoinRequest zero = Request(0, 2);
+    (*zero.mutable_config_fingerprint())["mixed_precision"] = "fp16";
+    v1::JoinRequest one = Request(1, 2);
+    (*one.mutable_config_fingerprint())["mixed_precision"] = "no";
+    Join(machine_zero_first ? zero : one);
+    Join(machine_zero_first ? one : zero);
+    const std::string reason =
+        "config fingerprint mismatch: machine_rank 1 (host host1, address 10.0.0.2) and "
+        "machine_rank 0 (host host0, address 10.0.0.1) differ in mixed_precision";
+    ASSERT_EQ(results_[1].size(), 1u);
+    EXPECT_EQ(results_[1][0].status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(results_[1][0].status().message(), "join rendezvous run_id=r1: " + reason);
+    ASSERT_EQ(results_[0].size(), 1u);
+    EXPECT_EQ(results_[0][0].status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(results_[0][0].status().message(),
+              "join rendezvous run_id=r1: machine_rank 1 (host host1, address 10.0.0.2) was "
+              "refused, so this attempt cannot complete: " +
+                  reason);
+  }
+};
+
+TEST_F(FingerprintMismatchTest, MachineOneJoiningAfterMachineZeroIsRefused) {
+  ExpectMachineOneRefused(/*machine_zero_first=*/true);
 }
 
-// Machine 0's config is the job's, whichever machine reaches the server first: a machine 1 that
-// joined before machine 0 and differs from it is the one refused, and machine 0 hears why (the
-// netns agent test saw the roles swap when machine 1 won the race).
-TEST_F(CoordinatorProcessesTest, FingerprintMismatchBlamesTheMachineThatDiffersFromMachineZero) {
-  v1::JoinRequest a = Request(0, 2);
-  (*a.mutable_config_fingerprint())["mixed_precision"] = "fp16";
-  v1::JoinRequest b = Request(1, 2);
-  (*b.mutable_config_fingerprint())["mixed_precision"] = "no";
-  Join(b);
-  Join(a);
-  const std::string reason =
-      "config fingerprint mismatch: machine_rank 1 (host host1, address 10.0.0.2) and "
-      "machine_rank 0 (host host0, address 10.0.0.1) differ in mixed_precision";
-  ASSERT_EQ(results_[1].size(), 1u);
-  EXPECT_EQ(results_[1][0].status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(results_[1][0].status().message(), "join rendezvous run_id=r1: " + reason);
-  ASSERT_EQ(results_[0].size(), 1u);
-  EXPECT_EQ(results_[0][0].status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(results_[0][0].status().message(),
-            "join rendezvous run_id=r1: machine_rank 1 (host host1, address 10.0.0.2) was "
-            "refused, so this attempt cannot complete: " +
-                reason);
+TEST_F(FingerprintMismatchTest, MachineOneJoiningBeforeMachineZeroIsRefused) {
+  ExpectMachineOneRefused(/*machine_zero_first=*/false);
 }
 
 }  // namespace
