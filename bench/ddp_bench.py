@@ -2,11 +2,12 @@
 """DDP training throughput: train.bin under accel-launch vs the same MLP in Python DDP under
 Debian's torchrun (gloo, through bench/torchrun_compat.py, --monitor_interval 0.1), like for like:
 same model, SGD on both sides, same data path (synthetic teacher set, DistributedSampler-style
-shards, index_select batches), same accumulation, the same OMP_NUM_THREADS on both sides
-(cores / processes, what accel-launch --use_cpu sets; with one process torchrun sets none, so
-torch's own default also runs, as "torchrun own threads"). For each (model, processes) the
-variants run alternately, --runs times each (default 5), and the median samples/s is reported. With 2 processes, train.bin also runs with
-the shared-memory all-reduce off (ACCEL_SHM=off: Gloo) and with overlap forced on.
+shards, index_select batches), same accumulation, and one OMP_NUM_THREADS given to both sides
+(cores / processes, accelerate's rule; accel-launch keeps a value it inherits). With one process
+torchrun itself sets none, so torch's own default also runs, as "torchrun own threads". For each
+(model, processes) the variants run alternately, --runs times each (default 5), and the median
+samples/s is reported. With 2 processes, train.bin also runs with the shared-memory all-reduce
+off (ACCEL_SHM=off: Gloo) and with overlap forced on.
 
 --machines 2: two machines as `ip netns` namespaces joined by a veth pair (needs root; the bench
 creates and removes them), --procs-per-machine processes on each (default 1), one accel-launch
@@ -66,6 +67,7 @@ def run(cmd, env=None, timeout=900):
 
 
 def ours(build, model, world, steps, warmup, env=None):
+    """env: extra variables; OMP_NUM_THREADS is threads_per_process(world) unless env sets it."""
     d, h, layers, c, b, a = MODELS[model]
     cmd = [f"{build}/launcher/accel-launch", "--use_cpu", "--num_processes", str(world),
            "--gradient_accumulation_steps", str(a), "--mixed_precision", "no",
@@ -73,12 +75,11 @@ def ours(build, model, world, steps, warmup, env=None):
            "--layers", str(layers), "--classes", str(c), "--batch-size", str(b),
            "--optimizer", "sgd", "--lr", str(LR), "--steps", str(steps), "--warmup", str(warmup),
            "--samples", str(64 * b * world)]
-    return run(cmd, env)
+    return run(cmd, {"OMP_NUM_THREADS": threads_per_process(world), **(env or {})})
 
 
 def threads_per_process(world):
-    """What accel-launch --use_cpu gives each process (cores / processes, as accelerate launch
-    does); the Python side gets the same, so both run with the same thread settings."""
+    """The one thread count both sides get: cores / processes, as accelerate launch chooses."""
     return str(max(1, (os.cpu_count() or 1) // world))
 
 

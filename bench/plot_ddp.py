@@ -45,7 +45,7 @@ set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
 set logscale y
-set yrange [1000:*]
+set yrange [{min(min(r[1], r[2]) for r in rows) / 2:.0f}:*]
 set ylabel 'median samples/s (5 alternating runs)'
 set xtics rotate by -25 scale 0
 set key top right

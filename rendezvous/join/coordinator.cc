@@ -90,14 +90,18 @@ absl::Status JoinCoordinator::CheckLocked(const JoinedMachine& machine, const st
     }
   }
   if (peer == nullptr) return absl::OkStatus();
+  // Machine 0's config is the job's: when machine 0 is the one joining, a difference is the
+  // waiting machine's, described from its side as in the other order.
+  const bool joining_is_reference = rank == 0;
   std::vector<std::string> warnings;
   absl::Status status =
-      CheckAgainstPeer(machine, *peer, options_.run_id, options_.strict, warnings);
+      joining_is_reference
+          ? CheckAgainstPeer(*peer, machine, options_.run_id, options_.strict, warnings)
+          : CheckAgainstPeer(machine, *peer, options_.run_id, options_.strict, warnings);
   if (status.ok()) {
     warnings_.insert(warnings_.end(), warnings.begin(), warnings.end());
-  } else if (rank == 0) {  // the waiting machine is the one that differs from the job's config
+  } else if (joining_is_reference) {
     *differing = peer->request.machine_rank();
-    status = CheckAgainstPeer(*peer, machine, options_.run_id, options_.strict, warnings);
   }
   return status;
 }

@@ -30,14 +30,12 @@ run_pair() {
   local -a extra0 extra1
   read -r -a extra0 <<<"$2"
   read -r -a extra1 <<<"$3"
-  timeout -s KILL 120 ip netns exec "$ns0" "$launcher" "${common[@]}" --num_processes "${procs:-2}" \
-    --machine_rank 0 \
-    --rdzv_token_file "$work/token" "$train" "${sizes[@]}" --batch-size 4 "${extra0[@]}" \
+  timeout -s KILL 120 ip netns exec "$ns0" "$launcher" "${common[@]}" --machine_rank 0 \
+    --num_processes "${procs:-2}" --rdzv_token_file "$work/token" "$train" "${sizes[@]}" --batch-size 4 "${extra0[@]}" \
     >"$work/$name.m0.log" 2>&1 &
   local pid0=$!
-  timeout -s KILL 120 ip netns exec "$ns1" "$launcher" "${common[@]}" --num_processes "${procs:-2}" \
-    --machine_rank 1 \
-    --rdzv_token_file "$work/token" "$train" "${sizes[@]}" --batch-size 4 "${extra1[@]}" \
+  timeout -s KILL 120 ip netns exec "$ns1" "$launcher" "${common[@]}" --machine_rank 1 \
+    --num_processes "${procs:-2}" --rdzv_token_file "$work/token" "$train" "${sizes[@]}" --batch-size 4 "${extra1[@]}" \
     >"$work/$name.m1.log" 2>&1 &
   local pid1=$!
   wait "$pid0" || rc0=$?
