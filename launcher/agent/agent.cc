@@ -15,6 +15,7 @@
 #include "common/logging.h"
 #include "common/net.h"
 #include "common/random.h"
+#include "common/safe_file.h"
 #include "common/seconds.h"
 #include "launcher/agent/command.h"
 #include "launcher/agent/cpu_affinity.h"
@@ -33,6 +34,8 @@
 #include "launcher/process/signals.h"
 #include "launcher/process/subprocess.h"
 #include "launcher/process/supervisor.h"
+#include "launcher/status/job_file.h"
+#include "launcher/status/run_dir.h"
 
 namespace accel::launcher {
 namespace {
@@ -77,8 +80,8 @@ class Agent {
   bool RunsAsSingleWorker() const;
   // Runs the only worker of a one-process job (no rendezvous) as its parent.
   int RunOnlyWorker();
-  // Returns the run directory: <log_dir>/<run_id>, or a scratch directory under TMPDIR.
-  std::string RunDirectory() const;
+  // Makes (or checks) the run directory, once (launcher/status/run_dir.h).
+  absl::Status OpenRunDirectory();
   SupervisorOptions MakeSupervisorOptions() const;
   // Joins the rendezvous for the next attempt; alone, numbers it `restarts` and picks a port.
   absl::StatusOr<RendezvousResult> BeginAttempt(int restarts);
@@ -96,8 +99,13 @@ class Agent {
   std::optional<WorkerFailure> JobRootCause(const WorkerFailure& local_root) const;
   // Returns MASTER_PORT for a job without rendezvous server: the fixed port, or a free one.
   int MasterPort() const;
-  // Returns the scratch directory of `attempt` (error and progress files).
-  std::string AttemptScratchDir(int attempt) const;
+  // Returns the directory of `attempt` (error, progress and preflight files, logs), relative to
+  // the run directory, and makes it with `more` ("/rank_3") under it.
+  static std::string AttemptDir(int attempt) { return absl::StrCat("attempt_", attempt); }
+  absl::StatusOr<UniqueFd> MakeAttemptDir(int attempt, const std::string& more) const;
+  std::string AttemptPath(int attempt) const {
+    return absl::StrCat(run_dir_.path, "/", AttemptDir(attempt));
+  }
   absl::StatusOr<std::vector<WorkerLaunch>> MakeWorkers(const RendezvousResult& rdzv);
   int Finish(int code);
 
@@ -109,7 +117,7 @@ class Agent {
   std::unique_ptr<AgentRendezvous> rendezvous_;  // null for a single process
   WorkerCommand command_;                        // what every worker execs
   std::string host_ = HostName();
-  std::string scratch_root_;  // removed at the end when it is ours (no log_dir)
+  RunDir run_dir_;  // made after the first join; a scratch one is removed at the end
   std::vector<std::string> base_env_ = CurrentEnvironment();
   bool preflight_done_ = false;
 };
@@ -239,11 +247,22 @@ bool Agent::RunsAsSingleWorker() const {
          plan_.hang_timeout_s <= 0;
 }
 
-std::string Agent::RunDirectory() const {
-  return config_.log_dir.empty()
-             ? absl::StrCat(std::getenv("TMPDIR") != nullptr ? std::getenv("TMPDIR") : "/tmp",
-                            "/accel-", plan_.run_id, "-m", plan_.machine_rank)
-             : absl::StrCat(config_.log_dir, "/", plan_.run_id);
+absl::Status Agent::OpenRunDirectory() {
+  if (run_dir_.fd.valid()) return absl::OkStatus();
+  RunDirPlace place;
+  place.log_dir = config_.log_dir;
+  place.log_mode = config_.log_mode;
+  place.run_id = plan_.run_id;
+  place.machine_rank = plan_.machine_rank;
+  absl::StatusOr<RunDir> dir = CreateRunDir(place, ProcessEnvironment());
+  if (!dir.ok()) return dir.status();
+  run_dir_ = *std::move(dir);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<UniqueFd> Agent::MakeAttemptDir(int attempt, const std::string& more) const {
+  return MakeDirsAt(run_dir_.fd.get(), absl::StrCat(AttemptDir(attempt), more),
+                    RunDirMode(config_.log_mode), run_dir_.path);
 }
 
 SupervisorOptions Agent::MakeSupervisorOptions() const {
@@ -275,7 +294,11 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
   }
   RendezvousResult& result = *joined;
   if (!result.run_id.empty()) plan_.run_id = result.run_id;  // machine 0 named the run
-  if (scratch_root_.empty()) scratch_root_ = RunDirectory();
+  if (absl::Status dir = OpenRunDirectory(); !dir.ok()) {
+    Notice(absl::StrCat("run directory: ", dir.message()));
+    if (rendezvous_ != nullptr) rendezvous_->ReportSpawnFailure(result.attempt, dir);
+    return kExitWorkerFailed;
+  }
   if (plan_.fixed_master_port > 0) result.master_port = plan_.fixed_master_port;
   if (std::optional<int> code = Preflight(result); code.has_value()) return code;
   auto workers = MakeWorkers(result);
@@ -284,8 +307,9 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
     return kExitWorkerFailed;
   }
   OutputOptions output;
-  output.attempt_dir =
-      config_.log_dir.empty() ? "" : absl::StrCat(scratch_root_, "/attempt_", result.attempt);
+  output.attempt_dir = config_.log_dir.empty() ? "" : AttemptPath(result.attempt);
+  output.dir_mode = RunDirMode(config_.log_mode);
+  output.log_file_mode = LogFileMode(config_.log_mode);
   output.console = config_.log_dir.empty() || config_.tee;
   output.ranks_filter = config_.ranks_filter;
   for (int local : config_.local_ranks_filter) {
@@ -310,7 +334,8 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
   }
   std::unique_ptr<StatusExchange> status;
   if (rendezvous_ != nullptr) {
-    status = StartStatus(StatusLaunch{&config_, &plan_, &result, host_, scratch_root_});
+    status = StartStatus(
+        StatusLaunch{&config_, &plan_, &result, host_, run_dir_.path, run_dir_.fd.get()});
   }
   AttemptResult attempt = supervisor.Run(*std::move(workers), router, on_failure, on_interrupt,
                                          job.get(), status.get());
@@ -325,12 +350,12 @@ std::optional<int> Agent::Preflight(const RendezvousResult& joined) {
     return std::nullopt;
   }
   preflight_done_ = true;
-  if (absl::Status made = MakeDirs(AttemptScratchDir(joined.attempt)); !made.ok()) {
-    Notice(made.message());
+  if (absl::StatusOr<UniqueFd> made = MakeAttemptDir(joined.attempt, ""); !made.ok()) {
+    Notice(made.status().message());
     return kExitWorkerFailed;
   }
   absl::StatusOr<PreflightResult> result = RunPreflight(
-      PreflightLaunch{&config_, &plan_, &joined, AttemptScratchDir(joined.attempt), &signals_});
+      PreflightLaunch{&config_, &plan_, &joined, AttemptPath(joined.attempt), &signals_});
   const bool ok = result.ok() && ReportPreflight(*result, config_, plan_.machine_rank);
   if (!result.ok()) Notice(result.status().message());
   if (request_.preflight_only) {
@@ -419,14 +444,12 @@ std::optional<int> Agent::AfterAbort(const AttemptResult& attempt, int number) {
 }
 
 int Agent::Finish(int code) {
-  if (config_.log_dir.empty() && !scratch_root_.empty()) {
-    RemoveTree(scratch_root_);
+  if (run_dir_.scratch) {
+    RemoveTree(run_dir_.path);
+  } else if (run_dir_.fd.valid()) {
+    ::unlinkat(run_dir_.fd.get(), kJobTokenFileName, 0);  // the job's token is kept while it runs
   }
   return code;
-}
-
-std::string Agent::AttemptScratchDir(int attempt) const {
-  return absl::StrCat(scratch_root_, "/attempt_", attempt);
 }
 
 absl::StatusOr<std::vector<WorkerLaunch>> Agent::MakeWorkers(const RendezvousResult& rdzv) {
@@ -435,15 +458,17 @@ absl::StatusOr<std::vector<WorkerLaunch>> Agent::MakeWorkers(const RendezvousRes
     WorkerLaunch w;
     w.rank = rdzv.base_rank + local;
     w.local_rank = local;
-    const std::string dir = absl::StrCat(AttemptScratchDir(rdzv.attempt), "/rank_", w.rank);
-    if (auto status = MakeDirs(dir); !status.ok()) {
-      return status;
-    }
-    w.files.error_file = dir + "/error.json";
-    ::unlink(w.files.error_file.c_str());
+    // The worker creates its error and progress files new (O_EXCL | O_NOFOLLOW) in this
+    // private directory: an old run's are removed first.
+    const std::string rank_dir = absl::StrCat("/rank_", w.rank);
+    absl::StatusOr<UniqueFd> dir = MakeAttemptDir(rdzv.attempt, rank_dir);
+    if (!dir.ok()) return dir.status();
+    const std::string path = AttemptPath(rdzv.attempt) + rank_dir;
+    w.files.error_file = path + "/error.json";
+    ::unlinkat(dir->get(), "error.json", 0);
     if (plan_.hang_timeout_s > 0 || (rendezvous_ != nullptr && config_.status_interval_s > 0)) {
-      w.files.progress_file = dir + "/progress";
-      ::unlink(w.files.progress_file.c_str());
+      w.files.progress_file = path + "/progress";
+      ::unlinkat(dir->get(), "progress", 0);
     }
     w.spec.label = absl::StrCat("worker rank=", w.rank);
     w.spec.path = command_.path;
@@ -465,10 +490,15 @@ int Agent::RunOnlyWorker() {
   RendezvousResult rdzv;
   rdzv.master_port = MasterPort();
   SingleWorker worker;
-  const char* tmp = std::getenv("TMPDIR");
-  worker.error_file =
-      absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/accel-", plan_.run_id, "-error.json");
-  ::unlink(worker.error_file.c_str());
+  // The error file lives in a private scratch directory, like every run directory's files.
+  RunDirPlace place;
+  place.run_id = plan_.run_id;
+  absl::StatusOr<RunDir> scratch = CreateRunDir(place, ProcessEnvironment());
+  if (!scratch.ok()) {
+    Notice(absl::StrCat("run directory: ", scratch.status().message()));
+    return kExitWorkerFailed;
+  }
+  worker.error_file = absl::StrCat(scratch->path, "/error.json");
   WorkerFiles files;
   files.error_file = worker.error_file;
   worker.spec.label = "worker rank=0";
@@ -480,7 +510,7 @@ int Agent::RunOnlyWorker() {
   worker.host = host_;
   worker.shutdown_grace = absl::FromChrono(FromSeconds(config_.shutdown_grace_s));
   const int code = RunSingleWorker(std::move(worker), signals_);
-  ::unlink(files.error_file.c_str());
+  RemoveTree(scratch->path);
   return code;
 }
 

@@ -36,15 +36,17 @@ absl::StatusOr<std::optional<RendezvousToken>> TokenFromScheduler(const Config& 
 absl::StatusOr<RendezvousToken> FindRendezvousToken(const Config& config, bool dry_run) {
   RendezvousToken out;
   if (const char* token = env::Get(env::kRdzvToken); token != nullptr) {
+    if (absl::Status strong = rendezvous::CheckTokenStrength(token, env::kRdzvToken);
+        !strong.ok()) {
+      return strong;
+    }
     out.token = token;
     out.source = env::kRdzvToken;
     return out;
   }
   if (!config.rdzv_token_file.empty()) {
-    absl::StatusOr<rendezvous::TokenFile> file =
-        rendezvous::ReadTokenFile(config.rdzv_token_file, config.strict);
+    absl::StatusOr<rendezvous::TokenFile> file = rendezvous::ReadTokenFile(config.rdzv_token_file);
     if (!file.ok()) return file.status();
-    if (!file->warning.empty()) out.warnings.push_back(file->warning);
     out.token = std::move(file->token);
     out.source = absl::StrCat("rdzv_token_file ", config.rdzv_token_file);
     return out;

@@ -4,7 +4,8 @@
 // (rdzv_insecure: true). Sources, first found wins:
 //   1. $ACCEL_RDZV_TOKEN
 //   2. rdzv_token_file (written by `accel-launch config` next to the config file, 0600; a file
-//      that group or others may read is refused under `strict`, warned about otherwise)
+//      another user owns, or that group or others may read, is refused)
+// A token the user supplies (1, 2) must be strong: rendezvous::CheckTokenStrength.
 //   3. one machine: a fresh random token (no other machine needs to know it)
 //   4. the batch scheduler: TokenFromScheduler below, THE place where a scheduler hands a
 //      multi-machine job its token (e.g. Slurm over PMI-2)
@@ -25,12 +26,13 @@ namespace accel::launcher {
 struct RendezvousToken {
   std::string token;   // "" only for a multi-machine job with rdzv_insecure: true
   std::string source;  // where it came from, for the plan, e.g. "rdzv_token_file /etc/job.token"
-  std::vector<std::string> warnings;  // to show the user (an unsafe file, an insecure job)
+  std::vector<std::string> warnings;  // to show the user (an insecure job)
 };
 
 // Returns the token of a job of `config.num_machines` machines by the rules above. `dry_run`:
 // nothing is exchanged with a scheduler. Errors: the token file's (NOT_FOUND,
-// PERMISSION_DENIED, INVALID_ARGUMENT, FAILED_PRECONDITION under strict), the scheduler's, and
+// PERMISSION_DENIED, INVALID_ARGUMENT, FAILED_PRECONDITION), a weak token (INVALID_ARGUMENT), the
+// scheduler's, and
 // FAILED_PRECONDITION for a multi-machine job with no token and no rdzv_insecure.
 absl::StatusOr<RendezvousToken> FindRendezvousToken(const Config& config, bool dry_run);
 

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <climits>
 #include <cstdlib>
 #include <utility>
 #include <vector>
@@ -12,25 +11,22 @@
 #include "common/logging.h"
 #include "common/seconds.h"
 #include "launcher/status/job_file.h"
+#include "launcher/status/run_dir.h"
 #include "launcher/status/status_format.h"
 #include "rendezvous/grpc/store_client.h"
 
 namespace accel::launcher {
 namespace {
 
-// Returns the token file a reader of the job file should use: the configured one (absolute), a
-// file written now for a generated token, or "" for a token from ACCEL_RDZV_TOKEN.
-std::string TokenFileFor(const StatusLaunch& launch) {
-  if (!launch.config->rdzv_token_file.empty()) {
-    char resolved[PATH_MAX];
-    return ::realpath(launch.config->rdzv_token_file.c_str(), resolved) != nullptr
-               ? std::string(resolved)
-               : launch.config->rdzv_token_file;
-  }
+// Keeps the job's token in the run directory for `accel-launch status` (0600, private
+// directory), unless it came from ACCEL_RDZV_TOKEN (the reader brings it; it is written nowhere).
+void KeepToken(const StatusLaunch& launch) {
   const char* env = std::getenv("ACCEL_RDZV_TOKEN");
-  if (launch.joined->token.empty() || (env != nullptr && launch.joined->token == env)) return "";
-  absl::StatusOr<std::string> path = WriteJobToken(launch.run_dir, launch.joined->token);
-  return path.ok() ? *path : "";
+  if (launch.joined->token.empty() || (env != nullptr && launch.joined->token == env)) return;
+  if (absl::Status s = WriteJobToken(launch.run_dir_fd, launch.run_dir, launch.joined->token);
+      !s.ok()) {
+    Notice(absl::StrCat("status: `accel-launch status` will need the token given: ", s.message()));
+  }
 }
 
 void WriteRunDirJobFile(const StatusLaunch& launch) {
@@ -39,10 +35,10 @@ void WriteRunDirJobFile(const StatusLaunch& launch) {
   job.store_endpoint = launch.joined->store_endpoint;
   job.machine_rank = launch.plan->machine_rank;
   job.num_machines = launch.plan->num_machines;
-  job.token_file = TokenFileFor(launch);
   job.tls_ca_file = launch.config->tls_ca_file;
   job.launcher_pid = ::getpid();
-  if (absl::Status s = WriteJobFile(launch.run_dir, job); !s.ok()) {
+  KeepToken(launch);
+  if (absl::Status s = WriteJobFile(launch.run_dir_fd, launch.run_dir, job); !s.ok()) {
     Notice(absl::StrCat("status: `accel-launch status` will not find this run directory: ",
                         s.message()));
   }
@@ -76,6 +72,7 @@ std::unique_ptr<StatusExchange> StartStatus(const StatusLaunch& launch) {
   options.interval = absl::FromChrono(FromSeconds(config.status_interval_s));
   if (!config.log_dir.empty()) {
     options.step_times_path = absl::StrCat(launch.run_dir, "/", kStepTimesFile);
+    options.step_times_mode = LogFileMode(config.log_mode);
   }
   RankTracker tracker(launch.plan->machine_rank, launch.host,
                       absl::FromChrono(FromSeconds(config.straggler_window_s)));
@@ -90,7 +87,8 @@ StatusExchange::StatusExchange(std::unique_ptr<rendezvous::Store> store, StatusO
       tracker_(std::move(tracker)),
       stragglers_(options_.job.straggler_threshold) {
   if (options_.machine_rank == 0 && !options_.step_times_path.empty()) {
-    absl::StatusOr<StepTimesWriter> writer = StepTimesWriter::Open(options_.step_times_path);
+    absl::StatusOr<StepTimesWriter> writer =
+        StepTimesWriter::Open(options_.step_times_path, options_.step_times_mode);
     if (writer.ok()) {
       step_times_.emplace(*std::move(writer));
     } else {

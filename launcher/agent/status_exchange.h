@@ -42,8 +42,9 @@ struct StatusOptions {
   JobInfo job;  // machine 0 publishes it
   absl::Duration interval = absl::FromChrono(defaults::kStatusInterval);
   absl::Duration pipe_line_every = absl::FromChrono(defaults::kStatusPipeLineEvery);
-  std::string step_times_path;  // machine 0: "" = no CSV
-  bool live_line = true;        // machine 0: draw on a terminal when stderr is one
+  std::string step_times_path;    // machine 0: "" = no CSV
+  mode_t step_times_mode = 0600;  // log_mode (launcher/status/run_dir.h)
+  bool live_line = true;          // machine 0: draw on a terminal when stderr is one
 };
 
 class StatusExchange final : public WorkerObserver {
@@ -92,9 +93,11 @@ struct StatusLaunch {
   const RendezvousResult* joined = nullptr;
   std::string host;
   std::string run_dir;  // <log_dir>/<run_id>, or the scratch directory
+  int run_dir_fd = -1;  // the run directory, open (launcher/status/run_dir.h)
 };
 
-// Writes the run directory's job file (and the token file of a generated token) and starts the
+// Writes the run directory's job file (and the job's token, unless it came from ACCEL_RDZV_TOKEN:
+// launcher/status/job_file.h) and starts the
 // attempt's StatusExchange; null when the status is off (status_interval 0) or the store cannot
 // be opened (said in a notice).
 std::unique_ptr<StatusExchange> StartStatus(const StatusLaunch& launch);

@@ -1,9 +1,5 @@
 #include "launcher/commands/status_command.h"
 
-#include <glob.h>
-#include <signal.h>
-
-#include <cerrno>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +9,7 @@
 #include "common/exit_codes.h"
 #include "launcher/status/job_store.h"
 #include "launcher/status/job_summary.h"
+#include "launcher/status/run_dir.h"
 #include "launcher/status/status_format.h"
 #include "rendezvous/grpc/store_client.h"
 #include "rendezvous/grpc/token.h"
@@ -20,51 +17,47 @@
 namespace accel::launcher {
 namespace {
 
-std::vector<std::string> Glob(const std::string& pattern) {
-  glob_t found{};
-  std::vector<std::string> out;
-  if (::glob(pattern.c_str(), 0, nullptr, &found) == 0) {
-    for (std::size_t i = 0; i < found.gl_pathc; ++i) out.emplace_back(found.gl_pathv[i]);
+std::string SearchedPlaces(const StatusRequest& request) {
+  if (!request.config.log_dir.empty()) return request.config.log_dir;
+  return absl::StrJoin(ScratchRoots(request.env), " and ");
+}
+
+// The job files of `run_id` ("*" = any run) that are the caller's and whose launcher is the
+// caller's running process. `refused` collects why the others were not used (another user's
+// directory or file, a symlink, a launcher that is not running or not the caller's).
+std::vector<JobFile> LiveJobs(const StatusRequest& request, const std::string& run_id,
+                              std::vector<std::string>* refused) {
+  std::vector<JobFile> live;
+  for (const std::string& dir : RunDirCandidates(request.config.log_dir, run_id, request.env)) {
+    absl::StatusOr<JobFile> job = ReadJobFile(dir);
+    if (absl::IsNotFound(job.status())) continue;
+    if (!job.ok()) {
+      refused->push_back(std::string(job.status().message()));
+    } else if (!OwnLauncherRunning(job->launcher_pid)) {
+      refused->push_back(absl::StrCat(dir, ": its launcher (pid ", job->launcher_pid,
+                                      ") is not a running process of yours"));
+    } else {
+      live.push_back(*std::move(job));
+    }
   }
-  ::globfree(&found);
-  return out;
+  return live;
 }
 
-std::string TempRoot(const StatusRequest& request) {
-  std::optional<std::string> tmp = request.env ? request.env("TMPDIR") : std::nullopt;
-  return tmp.has_value() && !tmp->empty() ? *tmp : "/tmp";
-}
-
-// Returns the job files of `run_id` ("*" = any run) under log_dir when it is given (the jobs
-// that log there), else under $TMPDIR (the run directories of jobs without a log_dir).
-std::vector<std::string> JobFiles(const StatusRequest& request, const std::string& run_id) {
-  if (!request.config.log_dir.empty()) {
-    return Glob(absl::StrCat(request.config.log_dir, "/", run_id, "/", kJobFileName));
-  }
-  return Glob(absl::StrCat(TempRoot(request), "/accel-", run_id, "-m*/", kJobFileName));
-}
-
-bool Alive(const JobFile& job) {
-  return job.launcher_pid > 0 && (::kill(job.launcher_pid, 0) == 0 || errno == EPERM);
+std::string Ignored(const std::vector<std::string>& refused) {
+  return refused.empty() ? "" : absl::StrCat(" (ignored: ", absl::StrJoin(refused, "; "), ")");
 }
 
 absl::StatusOr<JobFile> FindLiveJob(const StatusRequest& request) {
-  std::vector<JobFile> live;
-  std::vector<std::string> where;
-  for (const std::string& path : JobFiles(request, "*")) {
-    absl::StatusOr<JobFile> job = ReadJobFile(path);
-    if (job.ok() && Alive(*job)) {
-      live.push_back(*job);
-      where.push_back(path.substr(0, path.size() - sizeof(kJobFileName)));
-    }
-  }
+  std::vector<std::string> refused;
+  std::vector<JobFile> live = LiveJobs(request, "*", &refused);
   if (live.size() == 1) return live.front();
   if (live.empty()) {
     return absl::NotFoundError(
-        absl::StrCat("no running job found under ",
-                     request.config.log_dir.empty() ? TempRoot(request) : request.config.log_dir,
-                     "; name one: accel-launch status RUN_DIR, or --run_id ID"));
+        absl::StrCat("no running job of yours found under ", SearchedPlaces(request),
+                     Ignored(refused), "; name one: accel-launch status RUN_DIR, or --run_id ID"));
   }
+  std::vector<std::string> where;
+  for (const JobFile& job : live) where.push_back(job.run_dir);
   return absl::InvalidArgumentError(
       absl::StrCat(live.size(), " running jobs: ", absl::StrJoin(where, ", "),
                    "; name one: accel-launch status RUN_DIR, or --run_id ID"));
@@ -74,20 +67,24 @@ absl::StatusOr<JobFile> FindLiveJob(const StatusRequest& request) {
 
 absl::StatusOr<JobFile> FindJob(const StatusRequest& request) {
   if (!request.run_dir.empty()) {
-    absl::StatusOr<JobFile> job = ReadJobFile(absl::StrCat(request.run_dir, "/", kJobFileName));
+    absl::StatusOr<JobFile> job = ReadJobFile(request.run_dir);
     if (absl::IsNotFound(job.status())) {
       return absl::NotFoundError(
           absl::StrCat("no job file in ", request.run_dir,
                        " (the run directory of a job holds one once its machines have joined)"));
     }
+    if (job.ok() && !OwnLauncherRunning(job->launcher_pid)) {
+      return absl::NotFoundError(absl::StrCat(request.run_dir, ": its launcher (pid ",
+                                              job->launcher_pid,
+                                              ") is not a running process of yours"));
+    }
     return job;
   }
   const Config& c = request.config;
   if (c.run_id.empty()) return FindLiveJob(request);
-  for (const std::string& path : JobFiles(request, c.run_id)) {
-    absl::StatusOr<JobFile> job = ReadJobFile(path);
-    if (job.ok()) return job;
-  }
+  std::vector<std::string> refused;
+  std::vector<JobFile> live = LiveJobs(request, c.run_id, &refused);
+  if (!live.empty()) return live.front();
   if (!c.main_process_ip.empty() && c.main_process_port > 0) {
     JobFile job;
     job.run_id = c.run_id;
@@ -97,23 +94,27 @@ absl::StatusOr<JobFile> FindJob(const StatusRequest& request) {
     return job;
   }
   return absl::NotFoundError(absl::StrCat(
-      "no run directory of run ", c.run_id, " under ",
-      c.log_dir.empty() ? "" : absl::StrCat(c.log_dir, " or "), TempRoot(request),
+      "no running job of yours with run id ", c.run_id, " under ", SearchedPlaces(request),
+      Ignored(refused),
       "; on another machine give machine 0's --main_process_ip and --main_process_port"));
 }
 
 namespace {
 
-// The job's token as a launch finds it: $ACCEL_RDZV_TOKEN, then rdzv_token_file, then the token
-// file the job file names; "" when none (the store then refuses the query).
+// The job's token: $ACCEL_RDZV_TOKEN, then rdzv_token_file, then the token the launcher keeps in
+// the run directory the job file was found in (never a path the job file names); "" when none
+// (the store then refuses the query).
 absl::StatusOr<std::string> StatusToken(const Config& config, const JobFile& job) {
   if (const char* token = env::Get(env::kRdzvToken); token != nullptr) return std::string(token);
-  const std::string& path =
-      config.rdzv_token_file.empty() ? job.token_file : config.rdzv_token_file;
-  if (path.empty()) return std::string();
-  absl::StatusOr<rendezvous::TokenFile> file = rendezvous::ReadTokenFile(path, config.strict);
-  if (!file.ok()) return file.status();
-  return file->token;
+  if (!config.rdzv_token_file.empty()) {
+    absl::StatusOr<rendezvous::TokenFile> file = rendezvous::ReadTokenFile(config.rdzv_token_file);
+    if (!file.ok()) return file.status();
+    return file->token;
+  }
+  if (job.run_dir.empty()) return std::string();
+  absl::StatusOr<std::string> kept = ReadJobToken(job.run_dir);
+  if (absl::IsNotFound(kept.status())) return std::string();
+  return kept;
 }
 
 }  // namespace

@@ -2,10 +2,14 @@
 //
 // The job is found, in this order: the run directory given (its job file, written by the agent
 // once the machines joined: launcher/status/job_file.h); the run id (--run_id) as a run directory
-// under log_dir or $TMPDIR (accel-<run_id>-m<k>); machine 0's address (--main_process_ip and
-// --main_process_port) with the run id; otherwise the one live job whose run directory is under
-// log_dir or $TMPDIR. The token is the configured one (rdzv_token_file, ACCEL_RDZV_TOKEN), else
-// the job file's. The rendezvous store refuses a wrong or missing token.
+// under log_dir, or else $XDG_RUNTIME_DIR and $TMPDIR (accel-<run_id>-m<k>*:
+// launcher/status/run_dir.h); machine 0's address (--main_process_ip and --main_process_port)
+// with the run id; otherwise the one live job whose run directory is under those places. Only a
+// job file the caller owns, in a run directory the caller owns, whose launcher is a running
+// process of the caller's, is used: anything another user planted is refused or ignored, and
+// said so. The token is the configured one (ACCEL_RDZV_TOKEN, rdzv_token_file), else the one the
+// launcher keeps in the run directory (<run dir>/token, the caller's, 0600); never a path a job
+// file names. The rendezvous store refuses a wrong or missing token.
 //
 // Prints a table of every rank (machine, host, local rank, pid, step, steps/s and samples/s over
 // the window, own work per step, last progress age, state), the summary line and the stragglers;
@@ -28,7 +32,7 @@ struct StatusRequest {
   std::string run_dir;  // "" = find the job
   Config config;        // run_id, log_dir, main_process_ip/port, rdzv_token_file, tls_ca_file
   bool json = false;
-  EnvLookup env;  // TMPDIR, ACCEL_RDZV_TOKEN
+  EnvLookup env;  // TMPDIR, XDG_RUNTIME_DIR
 };
 
 // Returns the job the request names (a JobFile; one made from the config when the job is named by

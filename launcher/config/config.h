@@ -64,6 +64,10 @@ struct Config {
   double monitor_interval_s = ToSeconds(defaults::kMonitorInterval);
   double shutdown_grace_s = ToSeconds(defaults::kShutdownGrace);  // SIGTERM → grace → SIGKILL
   std::string log_dir;                                            // empty: no per-rank log files
+
+  // Who may read log_dir's files: "private" (0700 / 0600) or "group" (0750 / 0640).
+  std::string log_mode = "private";
+
   bool tee = false;               // with log_dir: also print worker output on the console
   std::string rdzv_token_file;    // file holding the shared rendezvous token
   bool rdzv_insecure = false;     // a multi-machine job may run without a token (opt-out)

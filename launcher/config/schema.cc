@@ -152,6 +152,10 @@ std::vector<KeySpec> MakeSchema() {
       ACCEL_STRING(log_dir, log_dir, false, kWhenNotDefault,
                    "write each rank's output to "
                    "<log_dir>/<run_id>/attempt_<k>/rank_<r>/{stdout,stderr}.log (default: none)"),
+      ACCEL_KEY(log_mode, kEnum, false, kWhenNotDefault,
+                "who may read the log files: private (default: you only, 0700 directories and "
+                "0600 files) or group (your group may read them: 0750 and 0640)",
+                values::SetLogMode(v, c), c.log_mode),
       ACCEL_INT(machine_rank, machine_rank, true, kAlways,
                 "this machine's index, 0 .. num_machines-1 (default 0)"),
       ACCEL_STRING(main_process_ip, main_process_ip, true, kWhenNotDefault,

@@ -221,6 +221,15 @@ absl::Status SetRdzvBackend(const YamlValue& v, Config* c) {
                               "static)"));
 }
 
+absl::Status SetLogMode(const YamlValue& v, Config* c) {
+  const std::string text = v.kind == Kind::kScalar ? v.scalar : "";
+  if (text == "private" || text == "group") {
+    c->log_mode = text;
+    return absl::OkStatus();
+  }
+  return Invalid(absl::StrCat("log_mode ", Describe(v), " is not one of private, group"));
+}
+
 absl::Status SetRanksFilter(const YamlValue& v, Config* c) {
   return ParseIntList(v, &c->ranks_filter);
 }

@@ -40,6 +40,7 @@ absl::Status SetDistributedType(const YamlValue& v, Config* c);
 absl::Status SetMixedPrecision(const YamlValue& v, Config* c);
 absl::Status SetComputeEnvironment(const YamlValue& v, Config* c);
 absl::Status SetRdzvBackend(const YamlValue& v, Config* c);
+absl::Status SetLogMode(const YamlValue& v, Config* c);
 absl::Status SetRanksFilter(const YamlValue& v, Config* c);
 
 // An accelerate sub-config we cannot honour: fine when absent or empty, else "<what> is not

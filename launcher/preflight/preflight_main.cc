@@ -10,13 +10,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/safe_open.h"
 #include "launcher/preflight/probe.h"
 #include "rendezvous/grpc/store_client.h"
 
@@ -130,10 +130,10 @@ absl::Status Run(const Args& a) {
   std::vector<std::string> gathered;
   for (int m = 0; m < a.probe.world; ++m) gathered.push_back(absl::StrCat("gathered/", m));
   if (absl::Status s = (*store)->Wait(gathered, a.probe.timeout); !s.ok()) return s;
-  std::ofstream out(a.out, std::ios::trunc);
-  out << EncodePreflight(*all);
-  out.close();
-  if (!out) return absl::UnavailableError(absl::StrCat("write ", a.out));
+  // In the launcher's private attempt directory, never through a planted file: safe_open.h.
+  if (const int err = safe_open::ReplaceFile(a.out, EncodePreflight(*all), 0600); err != 0) {
+    return absl::ErrnoToStatus(err, absl::StrCat("write ", a.out));
+  }
   return absl::OkStatus();
 }
 

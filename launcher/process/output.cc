@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/live_line.h"
+#include "common/safe_file.h"
 #include "launcher/process/subprocess.h"
 
 namespace accel::launcher {
@@ -34,40 +35,23 @@ void WriteAll(int fd, const char* data, std::size_t size) {
   }
 }
 
-absl::StatusOr<UniqueFd> OpenLog(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd.valid()) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("open log ", path));
-  }
-  return fd;
-}
-
 }  // namespace
-
-absl::Status MakeDirs(const std::string& path) {
-  for (std::size_t pos = 1; pos <= path.size(); ++pos) {
-    if (pos != path.size() && path[pos] != '/') {
-      continue;
-    }
-    const std::string prefix = path.substr(0, pos);
-    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-      return absl::ErrnoToStatus(errno, absl::StrCat("create directory ", prefix));
-    }
-  }
-  return absl::OkStatus();
-}
 
 absl::StatusOr<WorkerPipes> OutputRouter::AddWorker(int rank) {
   const bool console =
       options_.console && (options_.ranks_filter.empty() ||
                            std::find(options_.ranks_filter.begin(), options_.ranks_filter.end(),
                                      rank) != options_.ranks_filter.end());
-  std::string rank_dir;
+  UniqueFd rank_dir;  // the logs' directory, made private (common/safe_file.h)
+  const std::string rank_path = absl::StrCat(options_.attempt_dir, "/rank_", rank);
   if (!options_.attempt_dir.empty()) {
-    rank_dir = absl::StrCat(options_.attempt_dir, "/rank_", rank);
-    if (auto status = MakeDirs(rank_dir); !status.ok()) {
-      return status;
-    }
+    if (absl::Status s = MakeParentDirs(options_.attempt_dir, options_.dir_mode); !s.ok()) return s;
+    absl::StatusOr<UniqueFd> attempt = OpenOwnDir(options_.attempt_dir);
+    if (!attempt.ok()) return attempt.status();
+    absl::StatusOr<UniqueFd> dir = MakeDirsAt(attempt->get(), absl::StrCat("rank_", rank),
+                                              options_.dir_mode, options_.attempt_dir);
+    if (!dir.ok()) return dir.status();
+    rank_dir = *std::move(dir);
   }
   WorkerPipes out;
   for (int i = 0; i < 2; ++i) {
@@ -81,8 +65,10 @@ absl::StatusOr<WorkerPipes> OutputRouter::AddWorker(int rank) {
     stream->console = console;
     stream->read_fd = std::move(pipe->first);
     ::fcntl(stream->read_fd.get(), F_SETFL, O_NONBLOCK);
-    if (!rank_dir.empty()) {
-      auto log = OpenLog(absl::StrCat(rank_dir, i == 0 ? "/stdout.log" : "/stderr.log"));
+    if (rank_dir.valid()) {
+      const char* name = i == 0 ? "stdout.log" : "stderr.log";
+      auto log = CreateFileAt(rank_dir.get(), name, O_WRONLY, options_.log_file_mode,
+                              /*replace=*/true, absl::StrCat(rank_path, "/", name));
       if (!log.ok()) {
         return log.status();
       }

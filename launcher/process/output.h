@@ -4,12 +4,14 @@
 // lines by the single thread that owns the router, so lines never interleave mid-line (and above
 // the live status line, common/live_line.h, when one is shown). With a
 // log directory each stream is also copied byte for byte to
-// <attempt_dir>/rank_<r>/{stdout,stderr}.log. The last lines of each stderr are kept for the
-// failure report. Not thread-safe: owned by the supervisor's event loop.
+// <attempt_dir>/rank_<r>/{stdout,stderr}.log, made private (dir_mode, log_file_mode) and never
+// through a symlink or into a file someone else made (common/safe_file.h). The last lines of each
+// stderr are kept for the failure report. Not thread-safe: owned by the supervisor's event loop.
 #ifndef ACCEL_LAUNCHER_PROCESS_OUTPUT_H_
 #define ACCEL_LAUNCHER_PROCESS_OUTPUT_H_
 
 #include <poll.h>
+#include <sys/types.h>
 
 #include <cstdint>
 #include <deque>
@@ -31,6 +33,8 @@ struct OutputOptions {
   int console_stdout = 1;         // where worker stdout lines go
   int console_stderr = 2;         // where worker stderr lines go
   std::size_t tail_lines = 20;    // stderr lines kept per rank for the report
+  mode_t dir_mode = 0700;         // rank directories (log_mode: launcher/status/run_dir.h)
+  mode_t log_file_mode = 0600;    // the log files, created new (O_EXCL | O_NOFOLLOW)
 };
 
 // The child's ends of one worker's pipes; close them after Spawn.
@@ -38,9 +42,6 @@ struct WorkerPipes {
   UniqueFd stdout_write;
   UniqueFd stderr_write;
 };
-
-// Creates every directory of `path` that is missing (mode 0755).
-absl::Status MakeDirs(const std::string& path);
 
 class OutputRouter {
  public:

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/safe_file.h"
 
 namespace accel::launcher {
 namespace {
@@ -37,9 +38,15 @@ std::string GnuplotQuote(const std::string& value) {
 
 }  // namespace
 
-absl::StatusOr<StepTimesWriter> StepTimesWriter::Open(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
-  if (!fd.valid()) return absl::ErrnoToStatus(errno, absl::StrCat("open step times ", path));
+absl::StatusOr<StepTimesWriter> StepTimesWriter::Open(const std::string& path, mode_t mode) {
+  const std::size_t slash = path.rfind('/');
+  absl::StatusOr<UniqueFd> dir = OpenOwnDir(
+      slash == std::string::npos ? "." : path.substr(0, std::max<std::size_t>(slash, 1)));
+  if (!dir.ok()) return dir.status();
+  absl::StatusOr<UniqueFd> opened = OpenAppendAt(
+      dir->get(), slash == std::string::npos ? path : path.substr(slash + 1), mode, path);
+  if (!opened.ok()) return opened.status();
+  UniqueFd fd = *std::move(opened);
   struct stat st {};
   if (::fstat(fd.get(), &st) == 0 && st.st_size == 0) {
     const std::string header = absl::StrCat(kHeader, "\n");

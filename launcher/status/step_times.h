@@ -9,6 +9,8 @@
 #ifndef ACCEL_LAUNCHER_STATUS_STEP_TIMES_H_
 #define ACCEL_LAUNCHER_STATUS_STEP_TIMES_H_
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,8 +37,10 @@ struct StepTimeRow {
 // Appends rows to a CSV file (the header first when it is new). Not thread-safe.
 class StepTimesWriter {
  public:
-  // Opens `path` for appending. Errors name the file.
-  static absl::StatusOr<StepTimesWriter> Open(const std::string& path);
+  // Opens `path` for appending, created with `mode` (log_mode) when missing; an existing one
+  // must be a regular file of this user in a directory of this user's (common/safe_file.h).
+  // Errors name the file.
+  static absl::StatusOr<StepTimesWriter> Open(const std::string& path, mode_t mode = 0600);
   // Appends one row per rank of `ranks` measured over an interval, at `time_s`.
   absl::Status Append(double time_s, const std::vector<RankStatus>& ranks);
 

@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/random.h"
+#include "common/safe_open.h"
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
 
@@ -41,8 +43,20 @@ absl::StatusOr<std::string> GenerateToken() {
   return token;
 }
 
-absl::StatusOr<TokenFile> ReadTokenFile(const std::string& path, bool strict) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+absl::Status CheckTokenStrength(const std::string& token, const std::string& where) {
+  std::set<char> distinct(token.begin(), token.end());
+  if (token.size() >= kMinTokenChars && distinct.size() >= kMinTokenDistinct) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the token in ", where, " is too weak (", token.size(), " characters, ", distinct.size(),
+      " different; at least ", kMinTokenChars, " and ", kMinTokenDistinct,
+      " are needed): `accel-launch config` writes a strong one, or run "
+      "(umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' > FILE)"));
+}
+
+absl::StatusOr<TokenFile> ReadTokenFile(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   if (!fd) return absl::ErrnoToStatus(errno, absl::StrCat("read rdzv_token_file ", path));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
@@ -52,14 +66,18 @@ absl::StatusOr<TokenFile> ReadTokenFile(const std::string& path, bool strict) {
     return absl::InvalidArgumentError(
         absl::StrCat("read rdzv_token_file ", path, ": not a regular file"));
   }
-  TokenFile out;
+  if (st.st_uid != ::geteuid()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "rdzv_token_file %s is owned by uid %d, not by you (uid %d): its owner knows the token "
+        "and can join the job, read and write its store and abort it (refused); use a token "
+        "file of your own (`accel-launch config` writes one)",
+        path, st.st_uid, ::geteuid()));
+  }
   if ((st.st_mode & 077) != 0) {
-    const std::string problem = absl::StrFormat(
+    return absl::FailedPreconditionError(absl::StrFormat(
         "rdzv_token_file %s may be read by group or others (mode %04o): anyone who reads it can "
-        "join the job, read and write its store and abort it; run chmod 600 %s",
-        path, st.st_mode & 07777, path);
-    if (strict) return absl::FailedPreconditionError(absl::StrCat(problem, " (refused: strict)"));
-    out.warning = absl::StrCat(problem, " (refused when strict: true)");
+        "join the job, read and write its store and abort it (refused); run chmod 600 %s",
+        path, st.st_mode & 07777, path));
   }
   absl::StatusOr<std::string> text = ReadAll(fd.get(), path);
   if (!text.ok()) return text.status();
@@ -69,39 +87,31 @@ absl::StatusOr<TokenFile> ReadTokenFile(const std::string& path, bool strict) {
     return absl::InvalidArgumentError(
         absl::StrCat("read rdzv_token_file ", path, ": the file holds no token"));
   }
+  if (absl::Status strong = CheckTokenStrength(line, absl::StrCat("rdzv_token_file ", path));
+      !strong.ok()) {
+    return absl::FailedPreconditionError(strong.message());
+  }
+  TokenFile out;
   out.token = std::move(line);
   return out;
 }
 
 absl::StatusOr<std::string> WriteTokenFile(const std::string& path) {
-  absl::StatusOr<TokenFile> existing = ReadTokenFile(path, /*strict=*/false);
-  if (existing.ok()) {
-    if (::chmod(path.c_str(), 0600) != 0) {
-      return absl::ErrnoToStatus(errno, absl::StrCat("chmod 600 ", path));
-    }
-    return existing->token;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
+      st.st_size > 0 && ::chmod(path.c_str(), 0600) != 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("chmod 600 ", path));
   }
-  // Only a missing or empty file is replaced; anything else (not ours to read) is an error.
+  absl::StatusOr<TokenFile> existing = ReadTokenFile(path);
+  if (existing.ok()) return existing->token;
+  // Only a missing or empty file is replaced; anything else (not ours, weak) is an error.
   if (!absl::IsNotFound(existing.status()) && !absl::IsInvalidArgument(existing.status())) {
     return existing.status();
   }
   absl::StatusOr<std::string> token = GenerateToken();
   if (!token.ok()) return token.status();
-  const std::string temp = absl::StrCat(path, ".tmp.", ::getpid());
-  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!fd) return absl::ErrnoToStatus(errno, absl::StrCat("create ", temp));
-  const std::string text = *token + "\n";
-  // The umask cannot widen 0600, but fchmod makes the mode exact whatever the umask.
-  const bool written =
-      ::fchmod(fd.get(), 0600) == 0 &&
-      ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-      ::fsync(fd.get()) == 0;
-  const int err = errno;
-  fd.reset();
-  if (!written || ::rename(temp.c_str(), path.c_str()) != 0) {
-    const int rename_err = written ? errno : err;
-    ::unlink(temp.c_str());
-    return absl::ErrnoToStatus(rename_err, absl::StrCat("write token file ", path));
+  if (const int err = safe_open::ReplaceFile(path, *token + "\n", 0600); err != 0) {
+    return absl::ErrnoToStatus(err, absl::StrCat("write token file ", path));
   }
   return token;
 }

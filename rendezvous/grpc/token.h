@@ -8,6 +8,7 @@
 #ifndef ACCEL_RENDEZVOUS_GRPC_TOKEN_H_
 #define ACCEL_RENDEZVOUS_GRPC_TOKEN_H_
 
+#include <cstddef>
 #include <string>
 
 #include "absl/status/status.h"
@@ -18,21 +19,31 @@ namespace accel::rendezvous {
 // Returns a fresh token: RandomHex(32) (common/random.h), 64 lowercase hex characters.
 absl::StatusOr<std::string> GenerateToken();
 
-// A token read from a file, and what was wrong with the file short of refusing it.
+// The least a token the user supplies must have: kMinTokenChars characters, kMinTokenDistinct of
+// them different (GenerateToken's 64 hex characters pass; "secret" or 40 times "a" do not).
+inline constexpr std::size_t kMinTokenChars = 32;
+inline constexpr std::size_t kMinTokenDistinct = 8;
+
+// Returns OK when `token` is strong enough by the rule above; else INVALID_ARGUMENT naming
+// `where` it came from and how to make a good one.
+absl::Status CheckTokenStrength(const std::string& token, const std::string& where);
+
+// A token read from a file.
 struct TokenFile {
   std::string token;
-  std::string warning;  // "" or why the file is unsafe (group/other may read it)
 };
 
-// Returns the token in `path`: its first line without surrounding whitespace. A file that group
-// or others may read is FAILED_PRECONDITION when `strict`, else comes with a warning; both say
-// how to fix it (chmod 600). An empty file, or one that is not a regular file, is
-// INVALID_ARGUMENT; an unreadable one keeps open(2)'s error (NOT_FOUND, PERMISSION_DENIED).
-absl::StatusOr<TokenFile> ReadTokenFile(const std::string& path, bool strict);
+// Returns the token in `path`: its first line without surrounding whitespace. Refused with
+// FAILED_PRECONDITION, each saying how to fix it: a file another user owns (they know the
+// token), a file group or others may read (chmod 600), a weak token (CheckTokenStrength). An
+// empty file, or one that is not a regular file, is INVALID_ARGUMENT; an unreadable one keeps
+// open(2)'s error (NOT_FOUND, PERMISSION_DENIED).
+absl::StatusOr<TokenFile> ReadTokenFile(const std::string& path);
 
 // Writes a fresh token to `path`, readable and writable by its owner only (0600), unless the
 // file already holds a token (then it is kept, so copies on other machines stay valid, and
-// made 0600). Returns the token.
+// made 0600 when it is ours). Returns the token. A file of another user's, or a weak token, is
+// refused as by ReadTokenFile.
 absl::StatusOr<std::string> WriteTokenFile(const std::string& path);
 
 }  // namespace accel::rendezvous

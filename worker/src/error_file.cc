@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <fstream>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -13,6 +12,7 @@
 #include "common/env_reader.h"
 #include "common/exit_codes.h"
 #include "common/json.h"
+#include "common/safe_open.h"
 
 namespace accel {
 namespace {
@@ -44,16 +44,12 @@ bool RecordError(const std::string& message) noexcept {
     if (path == nullptr) return false;
     const double now =
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    const std::string tmp = std::string(path) + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      char time[32];
-      std::snprintf(time, sizeof(time), "%.3f", now);
-      out << "{\"message\": " << JsonQuote(message) << ", \"time\": " << time
-          << ", \"rank\": " << Rank() << "}\n";
-      if (!out.flush()) return false;
-    }
-    return std::rename(tmp.c_str(), path) == 0;
+    char time[32];
+    std::snprintf(time, sizeof(time), "%.3f", now);
+    const std::string text = "{\"message\": " + JsonQuote(message) + ", \"time\": " + time +
+                             ", \"rank\": " + std::to_string(Rank()) + "}\n";
+    // A fresh temporary file (O_EXCL | O_NOFOLLOW) renamed into place: common/safe_open.h.
+    return safe_open::ReplaceFile(path, text, 0600) == 0;
   } catch (...) {
     return false;
   }

@@ -10,6 +10,7 @@
 
 #include "accel/error.h"
 #include "common/progress_record.h"
+#include "common/safe_open.h"
 
 namespace accel::worker {
 
@@ -17,8 +18,20 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the progress file's words are little-endian: stored as native words");
 
 ProgressFile::ProgressFile(const std::string& path) {
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw Error("open progress file", path, std::strerror(errno));
+  // A new file, never through a symlink or into a file someone else made (common/safe_open.h);
+  // a leftover of this user's own (the path given again) is replaced.
+  fd_ = safe_open::CreateNewAt(AT_FDCWD, path.c_str(), O_RDWR, 0600);
+  if (fd_ < 0 && errno == EEXIST) {
+    const int old = safe_open::OpenOwnedAt(AT_FDCWD, path.c_str(), O_RDONLY, false);
+    if (old >= 0) {
+      ::close(old);
+      ::unlink(path.c_str());
+      fd_ = safe_open::CreateNewAt(AT_FDCWD, path.c_str(), O_RDWR, 0600);
+    } else {
+      errno = EEXIST;
+    }
+  }
+  if (fd_ < 0) throw Error("create progress file", path, std::strerror(errno));
   void* mapped = MAP_FAILED;
   if (::ftruncate(fd_, progress::kFileBytes) == 0) {
     mapped = ::mmap(nullptr, progress::kFileBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
