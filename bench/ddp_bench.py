@@ -129,7 +129,7 @@ class TwoMachines:
             sh("ip", "-n", self.ns[i], "link", "set", "lo", "up")
             sh("ip", "-n", self.ns[i], "link", "set", f"{self.veth}{end}", "up")
         with open(os.open(self.token, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
-            f.write(f"ddp-bench-{os.getpid()}\n")
+            f.write(os.urandom(32).hex() + "\n")  # the launcher refuses weak tokens
         return self
 
     def __exit__(self, *exc):

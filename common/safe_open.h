@@ -100,7 +100,12 @@ inline int ReplaceFile(const std::string& path, const std::string& text, mode_t 
     }
     done += static_cast<std::size_t>(n);
   }
-  ::close(fd);
+  const int synced = ::fsync(fd) == 0 ? 0 : errno;
+  if (::close(fd) != 0 || synced != 0) {
+    const int err = synced != 0 ? synced : errno;
+    ::unlink(tmp.c_str());
+    return err;
+  }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());

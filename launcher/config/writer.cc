@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/json.h"
+#include "common/safe_open.h"
 #include "launcher/config/schema.h"
 #include "launcher/config/values.h"
 
@@ -93,32 +94,10 @@ absl::Status WriteConfigFile(const std::string& path, const std::string& text) {
     absl::Status dirs = MakeDirs(path.substr(0, slash));
     if (!dirs.ok()) return dirs;
   }
-  const std::string temp = absl::StrCat(path, ".tmp.", getpid());
-  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("create ", temp));
-  size_t written = 0;
-  while (written < text.size()) {
-    const ssize_t n = write(fd, text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      close(fd);
-      unlink(temp.c_str());
-      return absl::ErrnoToStatus(err, absl::StrCat("write ", temp));
-    }
-    written += static_cast<size_t>(n);
-  }
-  const int sync_error = fsync(fd) != 0 ? errno : 0;
-  const int close_error = close(fd) != 0 ? errno : 0;
-  if (sync_error != 0 || close_error != 0) {
-    const int err = sync_error != 0 ? sync_error : close_error;
-    unlink(temp.c_str());
-    return absl::ErrnoToStatus(err, absl::StrCat("write ", temp));
-  }
-  if (rename(temp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    unlink(temp.c_str());
-    return absl::ErrnoToStatus(err, absl::StrCat("rename ", temp, " to ", path));
+  // A fresh temporary file (O_EXCL | O_NOFOLLOW, a random name) renamed into place: nothing
+  // another user planted beside the config (a symlink named <path>.tmp.<pid>) is written through.
+  if (const int err = safe_open::ReplaceFile(path, text, 0644); err != 0) {
+    return absl::ErrnoToStatus(err, absl::StrCat("write ", path));
   }
   return absl::OkStatus();
 }

@@ -19,7 +19,7 @@ two_machines train 214
 sizes=(--input-dim 32 --hidden 64 --layers 3 --classes 4 --samples 512 --lr 0.01 --optimizer sgd)
 common=(--use_cpu --num_machines 2 --main_process_ip "$addr0"
         --main_process_port 29555 --rdzv_timeout 60 --run_id netns-train)
-echo "secret-$$" > "$work/token"
+(umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$work/token")  # a strong token
 chmod 600 "$work/token"
 
 # run_pair NAME "ARGS FOR MACHINE 0" "ARGS FOR MACHINE 1": both machines' train.bin, batch 4 per

@@ -50,7 +50,7 @@ slow_down() {
     { echo "SKIP: tc tbf is not available here"; exit 77; }
 }
 slow_down_remove() { tc -n "${ns[$1]}" qdisc del dev "${veth}$1" root; }
-echo "secret-$$" > "$work/token"
+(umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$work/token")  # a strong token
 chmod 600 "$work/token"
 
 fail() {

@@ -33,8 +33,7 @@ sizes=(--input-dim 128 --hidden 256 --layers 3 --classes 4 --samples 8192 --batc
 common=(--use_cpu --num_machines 2 --num_processes 4 --main_process_ip "$addr0"
         --main_process_port "$port" --rdzv_timeout 60 --run_id "$run_id" --hang_timeout 0
         --status_interval "$interval" --straggler_window "$window" --straggler_threshold 1)
-echo "secret-$$" > "$work/token"
-echo "wrong-$$" > "$work/wrong_token"
+(umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$work/token"; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$work/wrong_token")
 job_started=$SECONDS
 for m in 0 1; do
   ns_var=ns$m

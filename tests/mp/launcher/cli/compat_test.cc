@@ -132,7 +132,7 @@ class CompatTest : public ::testing::Test {
     return port.ok() ? *port : 0;
   }
   // A multi-machine job needs a rendezvous token (the machines of these tests share it this way).
-  static constexpr char kToken[] = "ACCEL_RDZV_TOKEN=compat-test-token";
+  static constexpr char kToken[] = "ACCEL_RDZV_TOKEN=compat-test-token-0123456789abcdef";
 
   RunResult Launch(std::vector<std::string> args, absl::Duration timeout = absl::Seconds(180)) {
     args.insert(args.begin(), kLauncher);

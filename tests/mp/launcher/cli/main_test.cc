@@ -253,8 +253,8 @@ TEST_F(CliBinaryTest, AMultiMachineJobWithoutATokenRefusesToStartSayingHow) {
   }
 }
 
-// `config validate` agrees with launch: no token for two machines, or a token file others may
-// read under strict, is exit 2 there too; a readable file without strict is ok with a warning.
+// `config validate` agrees with launch: no token for two machines, a token file others may
+// read, or a weak token, is exit 2 there too, with the fix to run.
 TEST_F(CliBinaryTest, ValidateChecksTheTokenAsLaunchDoes) {
   const std::string two =
       "--use_cpu --num_machines 2 --num_processes 2 --main_process_ip 10.9.9.9 "
@@ -262,19 +262,20 @@ TEST_F(CliBinaryTest, ValidateChecksTheTokenAsLaunchDoes) {
   Result none = Run("config validate " + two);
   EXPECT_EQ(none.code, kExitUsage) << none.err;
   EXPECT_THAT(none.err, HasSubstr("needs a rendezvous token"));
-  const std::string token = dir_.Write("token", "t0ken\n");
+  const std::string token = dir_.Write("token", "0123456789abcdef0123456789abcdef\n");
+  const std::string weak = dir_.Write("weak", "t0ken\n");
   ASSERT_EQ(::chmod(token.c_str(), 0644), 0);
+  ASSERT_EQ(::chmod(weak.c_str(), 0600), 0);
   for (const std::string command : {"config validate ", "--dry_run "}) {
     SCOPED_TRACE(command);
-    const std::string args = command + two + " --rdzv_token_file " + token;
     const std::string program = command == "--dry_run " ? " /usr/bin/true" : "";
-    Result lax = Run(args + program);
-    EXPECT_EQ(lax.code, kExitOk) << lax.err;
-    EXPECT_THAT(lax.err, HasSubstr("may be read by group or others (mode 0644)"));
-    EXPECT_THAT(lax.err, HasSubstr("chmod 600 " + token));
-    Result strict = Run(args + " --strict" + program);
-    EXPECT_EQ(strict.code, kExitUsage) << strict.err;
-    EXPECT_THAT(strict.err, HasSubstr("(refused: strict)"));
+    Result open = Run(command + two + " --rdzv_token_file " + token + program);
+    EXPECT_EQ(open.code, kExitUsage) << open.err;
+    EXPECT_THAT(open.err, HasSubstr("may be read by group or others (mode 0644)"));
+    EXPECT_THAT(open.err, HasSubstr("chmod 600 " + token));
+    Result short_token = Run(command + two + " --rdzv_token_file " + weak + program);
+    EXPECT_EQ(short_token.code, kExitUsage) << short_token.err;
+    EXPECT_THAT(short_token.err, HasSubstr("too weak"));
   }
   ASSERT_EQ(::chmod(token.c_str(), 0600), 0);
   Result safe = Run("config validate " + two + " --rdzv_token_file " + token + " --strict");

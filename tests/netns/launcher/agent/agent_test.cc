@@ -93,7 +93,8 @@ class NetnsTest : public ::testing::Test {
         argv.insert(argv.end(), options.begin(), options.end());
         if (m == 1) argv.insert(argv.end(), machine1.begin(), machine1.end());
         argv.insert(argv.end(), program.begin(), program.end());
-        results[m] = RunCommand(argv, {"ACCEL_RDZV_TOKEN=netns-test-token"}, absl::Seconds(60));
+        results[m] = RunCommand(argv, {"ACCEL_RDZV_TOKEN=netns-test-token-0123456789abcdef"},
+                                absl::Seconds(60));
       });
     }
     if (meanwhile) meanwhile();

@@ -15,11 +15,14 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
+constexpr char kFromFile[] = "from-file-0123456789abcdef-0123456789";
+constexpr char kFromEnv[] = "from-env-0123456789abcdef-0123456789";
+
 class RendezvousTokenTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ::unsetenv("ACCEL_RDZV_TOKEN");
-    token_file_ = dir_.Write("rdzv_token", "from-file\n");
+    token_file_ = dir_.Write("rdzv_token", std::string(kFromFile) + "\n");
     ::chmod(token_file_.c_str(), 0600);
     config_.num_machines = 2;
     config_.num_processes = 2;
@@ -35,15 +38,15 @@ class RendezvousTokenTest : public ::testing::Test {
 
 TEST_F(RendezvousTokenTest, TheEnvironmentComesFirstThenTheFile) {
   config_.rdzv_token_file = token_file_;
-  ::setenv("ACCEL_RDZV_TOKEN", "from-env", 1);
+  ::setenv("ACCEL_RDZV_TOKEN", kFromEnv, 1);
   absl::StatusOr<RendezvousToken> token = FindRendezvousToken(config_, /*dry_run=*/false);
   ASSERT_TRUE(token.ok()) << token.status();
-  EXPECT_EQ(token->token, "from-env");
+  EXPECT_EQ(token->token, kFromEnv);
   EXPECT_EQ(token->source, "ACCEL_RDZV_TOKEN");
   ::unsetenv("ACCEL_RDZV_TOKEN");
   token = FindRendezvousToken(config_, /*dry_run=*/false);
   ASSERT_TRUE(token.ok()) << token.status();
-  EXPECT_EQ(token->token, "from-file");
+  EXPECT_EQ(token->token, kFromFile);
   EXPECT_EQ(token->source, "rdzv_token_file " + token_file_);
   EXPECT_THAT(token->warnings, IsEmpty());
 }
@@ -65,7 +68,7 @@ TEST_F(RendezvousTokenTest, OptingOutByNameRunsWithoutATokenAndSaysSo) {
   ASSERT_EQ(token->warnings.size(), 1u);
   EXPECT_THAT(token->warnings[0], HasSubstr("anyone who reaches it can join the job"));
   config_.rdzv_token_file = token_file_;  // a token, when there is one, is still used
-  EXPECT_EQ(FindRendezvousToken(config_, /*dry_run=*/false)->token, "from-file");
+  EXPECT_EQ(FindRendezvousToken(config_, /*dry_run=*/false)->token, kFromFile);
 }
 
 TEST_F(RendezvousTokenTest, OneMachineGetsAFreshTokenEveryTime) {
@@ -77,19 +80,19 @@ TEST_F(RendezvousTokenTest, OneMachineGetsAFreshTokenEveryTime) {
   EXPECT_NE(a->token, b->token);
 }
 
-TEST_F(RendezvousTokenTest, AnUnsafeTokenFileIsWarnedAboutOrRefusedUnderStrict) {
-  ::chmod(token_file_.c_str(), 0644);
+TEST_F(RendezvousTokenTest, AnUnsafeTokenFileOrAWeakTokenIsRefused) {
+  ::chmod(token_file_.c_str(), 0640);
   config_.rdzv_token_file = token_file_;
-  absl::StatusOr<RendezvousToken> lax = FindRendezvousToken(config_, /*dry_run=*/false);
-  ASSERT_TRUE(lax.ok()) << lax.status();
-  ASSERT_EQ(lax->warnings.size(), 1u);
-  EXPECT_THAT(lax->warnings[0], HasSubstr("chmod 600"));
-  config_.strict = true;
-  EXPECT_EQ(FindRendezvousToken(config_, /*dry_run=*/false).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  absl::StatusOr<RendezvousToken> open = FindRendezvousToken(config_, /*dry_run=*/false);
+  EXPECT_EQ(open.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(open.status().message(), HasSubstr("chmod 600 " + token_file_));
   config_.rdzv_token_file = token_file_ + ".missing";
   EXPECT_EQ(FindRendezvousToken(config_, /*dry_run=*/false).status().code(),
             absl::StatusCode::kNotFound);
+  ::setenv("ACCEL_RDZV_TOKEN", "short", 1);
+  absl::StatusOr<RendezvousToken> weak = FindRendezvousToken(config_, /*dry_run=*/false);
+  EXPECT_EQ(weak.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(weak.status().message(), HasSubstr("ACCEL_RDZV_TOKEN is too weak"));
 }
 
 }  // namespace

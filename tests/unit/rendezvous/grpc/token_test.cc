@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include "absl/strings/str_cat.h"
 #include "rendezvous/grpc/auth.h"
 #include "tests/testing/files.h"
 
@@ -22,34 +23,60 @@ TEST(TokenTest, GeneratedTokensAreLongHexAndDistinct) {
   EXPECT_NE(*a, *b);
 }
 
+constexpr char kStrong[] = "0123456789abcdef0123456789abcdef";  // 32 characters, 16 different
+
 TEST(TokenTest, ReadTokenFileTakesTheFirstLineAndRefusesEmptyOrMissingFiles) {
   testing::TempDir dir;
-  const std::string path = dir.Write("rdzv_token", "  from-file \nsecond line\n");
+  const std::string path = dir.Write("rdzv_token", absl::StrCat("  ", kStrong, " \nsecond\n"));
   ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
-  absl::StatusOr<TokenFile> read = ReadTokenFile(path, /*strict=*/true);
+  absl::StatusOr<TokenFile> read = ReadTokenFile(path);
   ASSERT_TRUE(read.ok()) << read.status();
-  EXPECT_EQ(read->token, "from-file");
-  EXPECT_EQ(read->warning, "");
-  EXPECT_EQ(ReadTokenFile(path + ".missing", false).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(read->token, kStrong);
+  EXPECT_EQ(ReadTokenFile(path + ".missing").status().code(), absl::StatusCode::kNotFound);
   const std::string empty = dir.Write("empty", "");
-  EXPECT_EQ(ReadTokenFile(empty, false).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ReadTokenFile(dir.path(), false).status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_EQ(::chmod(empty.c_str(), 0600), 0);
+  EXPECT_EQ(ReadTokenFile(empty).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReadTokenFile(dir.path()).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(TokenTest, AFileOthersMayReadIsRefusedUnderStrictAndWarnedAboutOtherwise) {
+// Every mode that lets group or others read (or write) the file is refused, with the chmod.
+TEST(TokenTest, AFileGroupOrOthersMayReadIsRefusedWithTheChmodToRun) {
   testing::TempDir dir;
-  const std::string path = dir.Write("rdzv_token", "secret\n");
-  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
-  absl::StatusOr<TokenFile> lax = ReadTokenFile(path, /*strict=*/false);
-  ASSERT_TRUE(lax.ok()) << lax.status();
-  EXPECT_EQ(lax->token, "secret");
-  EXPECT_THAT(lax->warning, HasSubstr("may be read by group or others (mode 0644)"));
-  EXPECT_THAT(lax->warning, HasSubstr("chmod 600 " + path));
-  absl::StatusOr<TokenFile> strict = ReadTokenFile(path, /*strict=*/true);
-  EXPECT_EQ(strict.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(strict.status().message(), HasSubstr("(refused: strict)"));
-  ASSERT_EQ(::chmod(path.c_str(), 0640), 0);  // group alone is enough to refuse
-  EXPECT_FALSE(ReadTokenFile(path, /*strict=*/true).ok());
+  const std::string path = dir.Write("rdzv_token", absl::StrCat(kStrong, "\n"));
+  for (mode_t mode = 0600; mode <= 0777; ++mode) {
+    if ((mode & 0700) != 0600) continue;  // the owner can read it in every case tried
+    ASSERT_EQ(::chmod(path.c_str(), mode), 0);
+    absl::StatusOr<TokenFile> read = ReadTokenFile(path);
+    if ((mode & 077) == 0) {
+      EXPECT_TRUE(read.ok()) << read.status();
+      continue;
+    }
+    EXPECT_EQ(read.status().code(), absl::StatusCode::kFailedPrecondition) << std::oct << mode;
+    EXPECT_THAT(read.status().message(), HasSubstr("chmod 600 " + path));
+    EXPECT_THAT(read.status().message(), HasSubstr("(refused)"));
+  }
+}
+
+// The minimum strength: 32 characters, 8 different. Checked against a reference over generated
+// tokens of every length and alphabet size around the limits.
+TEST(TokenTest, WeakTokensAreRefusedByLengthAndVariety) {
+  const std::string alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+  for (std::size_t length = 1; length <= 40; ++length) {
+    for (std::size_t distinct = 1; distinct <= 12 && distinct <= length; ++distinct) {
+      std::string token;
+      for (std::size_t i = 0; i < length; ++i) token += alphabet[i % distinct];
+      const bool strong = length >= 32 && distinct >= 8;
+      absl::Status s = CheckTokenStrength(token, "test");
+      EXPECT_EQ(s.ok(), strong) << token;
+      if (!strong) EXPECT_THAT(s.message(), HasSubstr("too weak"));
+    }
+  }
+  testing::TempDir dir;
+  const std::string path = dir.Write("rdzv_token", "s3cret\n");
+  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
+  absl::StatusOr<TokenFile> weak = ReadTokenFile(path);
+  EXPECT_EQ(weak.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(weak.status().message(), HasSubstr("accel-launch config"));
 }
 
 TEST(TokenTest, WriteTokenFileMakesAnOwnerOnlyFileAndKeepsAnExistingToken) {
