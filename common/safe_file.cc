@@ -24,6 +24,18 @@ absl::Status NotOurs(const std::string& path, const std::string& problem) {
       absl::StrCat(path, " is ", problem, ": refused (another user may have made it)"));
 }
 
+// Says what `name` under `dirfd` is when opening it as a directory without following a symlink
+// failed with ELOOP or ENOTDIR (Linux gives ENOTDIR for a symlink under O_DIRECTORY): "" when
+// neither applies.
+std::string NotADirectory(int err, int dirfd, const std::string& name) {
+  if (err != ELOOP && err != ENOTDIR) return "";
+  struct stat st {};
+  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+    return "a symbolic link";
+  }
+  return "not a directory";
+}
+
 }  // namespace
 
 absl::StatusOr<UniqueFd> MakeOwnDir(const std::string& path, mode_t mode) {
@@ -31,12 +43,13 @@ absl::StatusOr<UniqueFd> MakeOwnDir(const std::string& path, mode_t mode) {
   if (!made && errno != EEXIST) return Errno(errno, absl::StrCat("create directory ", path));
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) {
-    if (errno == ELOOP || errno == ENOTDIR) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          path, " exists and is not a directory (", errno == ELOOP ? "a symlink" : "a file",
-          "): refused; remove it, or choose another run id or log_dir"));
+    const int err = errno;
+    if (std::string what = NotADirectory(err, AT_FDCWD, path); !what.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("run directory ", path, " already exists and is ", what,
+                       ": refused; remove it, or choose another run id or log_dir"));
     }
-    return Errno(errno, absl::StrCat("open directory ", path));
+    return Errno(err, absl::StrCat("open directory ", path));
   }
   if (made) ::fchmod(fd.get(), mode);  // exact, whatever the umask
   struct stat st {};
@@ -76,8 +89,11 @@ absl::StatusOr<std::string> MakeFreshDir(const std::string& prefix) {
 absl::StatusOr<UniqueFd> OpenOwnDir(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) {
-    if (errno == ELOOP) return NotOurs(path, "a symbolic link");
-    return Errno(errno, absl::StrCat("open directory ", path));
+    const int err = errno;
+    if (std::string what = NotADirectory(err, AT_FDCWD, path); !what.empty()) {
+      return NotOurs(path, what);
+    }
+    return Errno(err, absl::StrCat("open directory ", path));
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return Errno(errno, absl::StrCat("stat ", path));
@@ -99,8 +115,11 @@ absl::StatusOr<UniqueFd> MakeDirsAt(int dirfd, const std::string& relative, mode
     UniqueFd next(
         ::openat(current.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!next) {
-      if (errno == ELOOP) return NotOurs(so_far, "a symbolic link");
-      return Errno(errno, absl::StrCat("open directory ", so_far));
+      const int err = errno;
+      if (std::string what = NotADirectory(err, current.get(), name); !what.empty()) {
+        return NotOurs(so_far, what);
+      }
+      return Errno(err, absl::StrCat("open directory ", so_far));
     }
     if (made) ::fchmod(next.get(), mode);
     struct stat st {};

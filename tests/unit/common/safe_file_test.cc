@@ -46,7 +46,7 @@ TEST(SafeFileTest, MakeOwnDirRefusesAnExistingDirectoryThatIsNotExactlyOurs) {
   EXPECT_TRUE(MakeOwnDir(path, 0750).ok()) << "log_mode group";
   const std::string link = dir.path() + "/link";
   ASSERT_EQ(::symlink(path.c_str(), link.c_str()), 0);
-  EXPECT_THAT(MakeOwnDir(link, 0750).status().message(), HasSubstr("a symlink"));
+  EXPECT_THAT(MakeOwnDir(link, 0750).status().message(), HasSubstr("a symbolic link"));
   const std::string file = dir.Write("file", "x");
   EXPECT_THAT(MakeOwnDir(file, 0700).status().message(), HasSubstr("not a directory"));
 }

@@ -68,7 +68,9 @@ TEST(TokenTest, WeakTokensAreRefusedByLengthAndVariety) {
       const bool strong = length >= 32 && distinct >= 8;
       absl::Status s = CheckTokenStrength(token, "test");
       EXPECT_EQ(s.ok(), strong) << token;
-      if (!strong) EXPECT_THAT(s.message(), HasSubstr("too weak"));
+      if (!strong) {
+        EXPECT_THAT(s.message(), HasSubstr("too weak"));
+      }
     }
   }
   testing::TempDir dir;
