@@ -295,7 +295,7 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
   RendezvousResult& result = *joined;
   if (!result.run_id.empty()) plan_.run_id = result.run_id;  // machine 0 named the run
   if (absl::Status dir = OpenRunDirectory(); !dir.ok()) {
-    Notice(absl::StrCat("run directory: ", dir.message()));
+    Notice(dir.message());
     if (rendezvous_ != nullptr) rendezvous_->ReportSpawnFailure(result.attempt, dir);
     return kExitWorkerFailed;
   }

@@ -218,11 +218,11 @@ as "$stranger" sh -c "mkdir '$planted' && chmod 0777 '$planted' && \
   ln -s '$work/victim/secret' '$planted/job' && ln -s '$work/victim/token' '$planted/token' && \
   for p in \$(seq 1 2000); do ln -s '$work/stranger/got' '$planted/token.tmp.'\$p; \
     ln -s '$work/stranger/got' '$planted/job.tmp.'\$p; done"
-before=$(cd "$planted" && ls -la | sha256sum)
+before=$(cd "$planted" && ls -lA --time-style=full-iso | sha256sum)
 as "$victim" timeout -s KILL 60 "$launcher" --use_cpu --num_processes 2 --run_id "$run5" \
   --status_interval 0.5 "$fake" --progress=5 --sleep=2 >"$work/job5.log" 2>&1 ||
   fail "5. the victim's job failed beside the planted scratch directory"
-[[ $(cd "$planted" && ls -la | sha256sum) == "$before" ]] || fail "5. the planted directory changed"
+[[ $(cd "$planted" && ls -lA --time-style=full-iso | sha256sum) == "$before" ]] || fail "5. the planted directory changed"
 [[ ! -e $work/stranger/got ]] || fail "5. something was written through a planted temp file"
 echo "ok: 5. the planted scratch directory was not used (the job ran in a fresh one)"
 
@@ -243,7 +243,7 @@ expect_refused "7b. status with the stranger's token file" "not by you" "$rc" "$
 
 # 9. `accel-launch config` writing a token file where the stranger planted temp-file symlinks.
 as "$stranger" sh -c "for p in \$(seq 1 2000); do ln -s '$work/stranger/got' '$work/shared_cfg/rdzv_token.tmp.'\$p; done"
-as "$victim" "$launcher" config default --config_file "$work/shared_cfg/cfg.yaml" --num_machines 2 \
+as "$victim" "$launcher" config default --config_file "$work/shared_cfg/cfg.yaml" --num_machines 2 --use_cpu --num_processes 2 \
   --main_process_ip 127.0.0.1 >"$work/out" 2>&1 || fail "9. config default failed: $(cat "$work/out")"
 [[ ! -e $work/stranger/got ]] || fail "9. the token was written through a planted temp file"
 [[ $(stat -c '%a %U' "$work/shared_cfg/rdzv_token") == "600 $victim" ]] ||
