@@ -40,6 +40,7 @@ class Job:
         self.logs = [os.path.join(work, f"m{m}.log") for m in (0, 1)]
         self.codes = [None, None]
         self.env = dict(os.environ, TMPDIR=work)
+        self.env.pop("XDG_RUNTIME_DIR", None)  # run directories under TMPDIR (progress_step)
         os.makedirs(work, exist_ok=True)
 
     def token_file(self, name: str, secret: str) -> str:
@@ -68,11 +69,10 @@ class Job:
 
     def progress_step(self, machine: int, rank: int, attempt: int = 0) -> int:
         """Returns the step in rank `rank`'s progress file (-1 while there is none)."""
-        # The run directory is accel-<run id>-m<machine> under TMPDIR (= work); with the default
-        # run id, whatever it looks like, there is exactly one per machine.
-        found = glob.glob(os.path.join(glob.escape(self.work), f"accel-*-m{machine}"))
-        if self.run_id:
-            found = [os.path.join(self.work, f"accel-{self.run_id}-m{machine}")]
+        # The run directory is a fresh accel-<run id>-m<machine>-XXXXXX under TMPDIR (= work; no
+        # XDG_RUNTIME_DIR: self.env); with the default run id there is exactly one per machine.
+        run_id = glob.escape(self.run_id) if self.run_id else "*"
+        found = glob.glob(os.path.join(glob.escape(self.work), f"accel-{run_id}-m{machine}-*"))
         if len(found) != 1:
             return -1
         path = os.path.join(found[0], f"attempt_{attempt}", f"rank_{rank}", "progress")

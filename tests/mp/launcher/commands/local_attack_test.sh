@@ -129,7 +129,7 @@ jobs_started+=($!)
 job_pid=
 for _ in $(seq 100); do
   job_pid=$(pgrep -u "$vuid" -f "accel-launch.*$run_id" | head -1 || true)
-  run_dir=$(ls -d "$work/tmp/accel-$run_id-m0-"* 2>/dev/null | head -1 || true)
+  run_dir=$(ls -d "$work/tmp/accel-$run_id-m0"* 2>/dev/null | head -1 || true)
   [[ -n $job_pid && -n $run_dir && -f $run_dir/job ]] && break
   sleep 0.2
 done
