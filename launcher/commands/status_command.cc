@@ -24,7 +24,7 @@ std::string SearchedPlaces(const StatusRequest& request) {
 
 // The job files of `run_id` ("*" = any run) that are the caller's and whose launcher is the
 // caller's running process. `refused` collects why the others were not used (another user's
-// directory or file, a symlink, a launcher that is not running or not the caller's).
+// directory or file, a symlink; for a named run id also a launcher that is not running).
 std::vector<JobFile> LiveJobs(const StatusRequest& request, const std::string& run_id,
                               std::vector<std::string>* refused) {
   std::vector<JobFile> live;
@@ -34,8 +34,10 @@ std::vector<JobFile> LiveJobs(const StatusRequest& request, const std::string& r
     if (!job.ok()) {
       refused->push_back(std::string(job.status().message()));
     } else if (!OwnLauncherRunning(job->launcher_pid)) {
-      refused->push_back(absl::StrCat(dir, ": its launcher (pid ", job->launcher_pid,
-                                      ") is not a running process of yours"));
+      if (run_id != "*") {  // a job that ended: worth saying only when asked for by its id
+        refused->push_back(absl::StrCat(dir, ": its launcher (pid ", job->launcher_pid,
+                                        ") is not a running process of yours"));
+      }
     } else {
       live.push_back(*std::move(job));
     }

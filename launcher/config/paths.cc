@@ -49,7 +49,7 @@ absl::Status CheckDirectoryCreatable(const std::string& dir) {
   absl::Status status;
   std::vector<std::string> created;
   for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-    if (::mkdir(it->c_str(), 0755) == 0) {
+    if (::mkdir(it->c_str(), 0700) == 0) {  // a probe, removed below
       created.push_back(*it);
     } else if (errno != EEXIST) {
       status = Cannot("cannot create", *it, errno);
