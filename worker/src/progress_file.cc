@@ -28,7 +28,8 @@ ProgressFile::ProgressFile(const std::string& path) {
       ::unlink(path.c_str());
       fd_ = safe_open::CreateNewAt(AT_FDCWD, path.c_str(), O_RDWR, 0600);
     } else {
-      errno = EEXIST;
+      throw Error("create progress file", path,
+                  "it exists and is not a file of yours (a symlink, another user's): refused");
     }
   }
   if (fd_ < 0) throw Error("create progress file", path, std::strerror(errno));
