@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -49,6 +50,23 @@ TEST_F(ErrorFileTest, RunWorkerRecordsTheExceptionAsJson) {
       << json;
   EXPECT_NE(json.find(R"("rank": 3})"), std::string::npos) << json;
   EXPECT_NE(json.find(R"("time": )"), std::string::npos) << json;
+}
+
+// The file is replaced through a fresh, randomly named temporary file: a symlink planted at the
+// old fixed temporary name (<path>.tmp) is not written through, and the file is private.
+TEST_F(ErrorFileTest, NeverWritesThroughAPlantedTemporaryFile) {
+  const std::string victim = path_ + ".victim";
+  { std::ofstream(victim) << "precious\n"; }
+  ::unlink((path_ + ".tmp").c_str());
+  ASSERT_EQ(::symlink(victim.c_str(), (path_ + ".tmp").c_str()), 0);
+  EXPECT_TRUE(RecordError("boom"));
+  EXPECT_EQ(Slurp(victim), "precious\n");
+  EXPECT_NE(Slurp(path_).find("boom"), std::string::npos);
+  struct stat st {};
+  ASSERT_EQ(::stat(path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ::unlink((path_ + ".tmp").c_str());
+  ::unlink(victim.c_str());
 }
 
 TEST_F(ErrorFileTest, RunWorkerPassesTheExitCodeThrough) {

@@ -2,9 +2,13 @@
 // collectives overlapping backward on another thread do not, nested waits count once.
 #include "worker/src/progress_file.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <thread>
 
+#include "accel/error.h"
 #include "common/progress_record.h"
 #include "gtest/gtest.h"
 #include "tests/testing/files.h"
@@ -101,6 +105,24 @@ TEST(ProgressFileTest, WaitInProgressSaysWhenItBegan) {
   const progress::Record done = Read(dir.path() + "/progress");
   EXPECT_EQ(done.wait_since_ns, 0u);
   EXPECT_GT(done.collective_ns, 0u);
+}
+
+// The file is created new and private: never through a symlink someone planted (the file it
+// names is untouched), never into another's file; a leftover of our own is replaced.
+TEST(ProgressFileTest, CreatedNewPrivateAndNeverThroughASymlink) {
+  testing::TempDir dir;
+  const std::string victim = dir.Write("victim", "precious\n");
+  const std::string path = dir.path() + "/progress";
+  ASSERT_EQ(::symlink(victim.c_str(), path.c_str()), 0);
+  EXPECT_THROW(ProgressFile file(path), Error);
+  EXPECT_EQ(testing::ReadFile(victim), "precious\n");
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  { ProgressFile file(path); }
+  { ProgressFile again(path); }  // our own leftover: replaced
+  struct stat st {};
+  ASSERT_EQ(::lstat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
 }
 
 }  // namespace
