@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "accel/error.h"
+#include "common/safe_open.h"
 #include "worker/src/store/kv.h"
 
 namespace accel::worker {
@@ -57,13 +58,10 @@ class FileKv : public Kv {
 
   void Set(const std::string& key, const std::string& value) override {
     const std::string path = dir_ + "/" + FileName(key);
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out.write(value.data(), static_cast<std::streamsize>(value.size()));
-      if (!out.flush()) throw Error("store set", key, "write " + tmp + " failed");
+    // A fresh temporary file (O_EXCL | O_NOFOLLOW, a random name) renamed into place.
+    if (const int err = safe_open::ReplaceFile(path, value, 0600); err != 0) {
+      throw Error("store set", key, "write " + path + ": " + std::strerror(err));
     }
-    if (::rename(tmp.c_str(), path.c_str()) != 0) throw Error("store set", key, Errno());
   }
 
   std::string Get(const std::string& key, std::chrono::milliseconds timeout) override {
