@@ -68,6 +68,15 @@ expect_refused() {
   echo "ok: $name: refused (exit $rc): $(grep -F -- "$text" "$out" | head -1 | cut -c1-200)"
 }
 
+# The binaries, where both users can run them whatever the checkout's permissions (both link
+# only system libraries).
+mkdir -p "$work/bin"
+cp "$launcher" "$work/bin/accel-launch"
+cp "$fake" "$work/bin/fake_worker"
+chmod 0755 "$work/bin" "$work/bin/accel-launch" "$work/bin/fake_worker"
+launcher=$work/bin/accel-launch
+fake=$work/bin/fake_worker
+
 mkdir -p "$work/tmp" "$work/shared_logs" "$work/shared_cfg" "$work/home-$victim" \
   "$work/home-$stranger" "$work/victim" "$work/stranger"
 chmod 1777 "$work/tmp" "$work/shared_logs" "$work/shared_cfg"  # like /tmp
