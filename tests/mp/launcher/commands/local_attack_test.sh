@@ -39,10 +39,11 @@ chmod 0755 "$work"
 listener=
 jobs_started=()
 cleanup() {
-  for p in "${jobs_started[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  [[ -n $listener ]] && kill "$listener" 2>/dev/null || true
-  userdel "$victim" 2>/dev/null || true
-  userdel "$stranger" 2>/dev/null || true
+  for p in "${jobs_started[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  if [[ -n $listener ]]; then kill "$listener" 2>/dev/null || true; wait "$listener" 2>/dev/null || true; fi
+  # userdel refuses a user with a process left: each is waited for above.
+  userdel "$victim" 2>/dev/null || echo "warning: could not remove user $victim"
+  userdel "$stranger" 2>/dev/null || echo "warning: could not remove user $stranger"
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -51,8 +52,13 @@ useradd -M -U -s /usr/sbin/nologin "$stranger"
 vuid=$(id -u "$victim"); suid=$(id -u "$stranger")
 as() {  # as USER CMD...: run as that user, in a clean environment (no ACCEL_* of ours)
   local who=$1; shift
-  local uid; uid=$(id -u "$who")
-  setpriv --reuid "$uid" --regid "$(id -g "$who")" --clear-groups \
+  setpriv --reuid "$(id -u "$who")" --regid "$(id -g "$who")" --clear-groups \
+    env -i PATH=/usr/bin:/bin HOME="$work/home-$who" TMPDIR="$work/tmp" "$@"
+}
+# In the background: `(as_exec USER CMD...) &` makes $! the command's own pid (kill, wait).
+as_exec() {
+  local who=$1; shift
+  exec setpriv --reuid "$(id -u "$who")" --regid "$(id -g "$who")" --clear-groups \
     env -i PATH=/usr/bin:/bin HOME="$work/home-$who" TMPDIR="$work/tmp" "$@"
 }
 fail() {
@@ -115,8 +121,8 @@ while True:
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 EOF
 as "$stranger" sh -c ": > '$work/stranger/received'"
-as "$stranger" python3 "$work/stranger/server.py" "$work/stranger/received" \
-  "$work/stranger/port" >"$work/listener.log" 2>&1 &
+(as_exec "$stranger" python3 "$work/stranger/server.py" "$work/stranger/received" \
+  "$work/stranger/port") >"$work/listener.log" 2>&1 &
 listener=$!
 for _ in $(seq 50); do [[ -s $work/stranger/port ]] && break; sleep 0.1; done
 port=$(cat "$work/stranger/port")
@@ -132,8 +138,8 @@ snapshot() { (cd "$work/stranger" && find . -printf '%p %s %l\n' | sort; cat "$w
 
 # ---- The victim's running job (no log_dir: a scratch run directory), run id known to all.
 run_id=victim-run-$$
-as "$victim" timeout -s KILL 120 "$launcher" --use_cpu --num_processes 2 --run_id "$run_id" \
-  --status_interval 0.5 --hang_timeout 0 "$fake" --progress=600 --sleep=60 >"$work/job.log" 2>&1 &
+(as_exec "$victim" timeout -s KILL 120 "$launcher" --use_cpu --num_processes 2 --run_id "$run_id" \
+  --status_interval 0.5 --hang_timeout 0 "$fake" --progress=600 --sleep=60) >"$work/job.log" 2>&1 &
 jobs_started+=($!)
 job_pid=
 for _ in $(seq 100); do
