@@ -44,6 +44,7 @@ def _watch_torch():
             import _accel_launch_progress
         finally:
             del sys.path[0]
+            sys.modules.pop("_accel_launch_progress", None)  # the program's modules, as before
         _accel_launch_progress.watch(path)
     except Exception:  # never the program's problem
         pass

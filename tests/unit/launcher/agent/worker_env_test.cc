@@ -103,6 +103,28 @@ TEST(WorkerEnvTest, MultiMachineCpuWorkerGetsTheExactContract) {
   EXPECT_EQ(env, want);
 }
 
+// A Python worker with a progress file gets the progress module first on PYTHONPATH, in the
+// form its sitecustomize undoes: the program's own PYTHONPATH (even an empty one) follows.
+TEST(WorkerEnvTest, PythonWorkersGetTheProgressModuleFirstOnTheirPythonPath) {
+  Config c;
+  c.num_processes = 2;
+  c.use_cpu = true;
+  const LaunchPlan plan = Plan(c, 0);
+  const RendezvousResult rdzv;
+  const WorkerFiles python{"/e", "/p", "/run/python"};
+  EXPECT_EQ(ToMap(WorkerEnv(plan, rdzv, 0, python, {})).at("PYTHONPATH"), "/run/python");
+  EXPECT_EQ(ToMap(WorkerEnv(plan, rdzv, 0, python, {"PYTHONPATH=/mine:/other"})).at("PYTHONPATH"),
+            "/run/python:/mine:/other");
+  EXPECT_EQ(ToMap(WorkerEnv(plan, rdzv, 0, python, {"PYTHONPATH="})).at("PYTHONPATH"),
+            "/run/python:");
+  // No module (not Python, or python_progress off), or no progress file: untouched.
+  for (const WorkerFiles& files : {WorkerFiles{"/e", "/p", ""}, WorkerFiles{"/e", "", "/py"}}) {
+    EXPECT_EQ(ToMap(WorkerEnv(plan, rdzv, 0, files, {})).count("PYTHONPATH"), 0u);
+    EXPECT_EQ(ToMap(WorkerEnv(plan, rdzv, 0, files, {"PYTHONPATH=/mine"})).at("PYTHONPATH"),
+              "/mine");
+  }
+}
+
 TEST(WorkerEnvTest, OneProcessAsAccelerateLaunchGetsNoTorchrunVariables) {
   Config c;  // one process, distributed_type NO: Accelerator() must see NO
   LaunchPlan gpu = Plan(c, 1);
