@@ -25,7 +25,7 @@ run() {
   local opts=()
   while [[ $1 != -- ]]; do opts+=("$1"); shift; done; shift
   timeout -s KILL 120 "$launcher" --use_cpu --num_processes 2 --run_id "mp-py-$name-$$" \
-    --log_dir "$work/logs" --python "$py" "${opts[@]}" "$@" >"$work/$name.out" 2>"$work/$name.launcher" ||
+    --log_dir "$work/logs" --tee --python "$py" "${opts[@]}" "$@" >"$work/$name.out" 2>"$work/$name.launcher" ||
     fail "$name: exit $?: $(tail -n 20 "$work/$name.out" "$work/$name.launcher")"
   sed -n 's/^\[rank 0\] //p' "$work/$name.out" | grep '^{' >"$work/$name.json" || true
   [[ -s $work/$name.json ]] || fail "$name: no JSON from rank 0: $(cat "$work/$name.out")"
