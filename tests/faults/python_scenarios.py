@@ -84,10 +84,12 @@ def python_straggler(ctx):
         return None
     options = ["--hang_timeout", "0", "--status_interval", str(INTERVAL), "--straggler_window",
                str(WINDOW), "--straggler_threshold", "1"]
-    job, workers = start_ddp(ctx, "python-straggler", options)
+    # Steps of a few milliseconds of own work (as the netns status test's), so that the slowed
+    # rank stands out of the noise of four ranks sharing a busy host.
+    job, workers = start_ddp(ctx, "python-straggler", options, ["--hidden", "256"])
     if workers is None:
         return Outcome(0, False, False, False, "training never started: " + job.log(1)[-300:])
-    time.sleep(WINDOW)  # every rank measured over a full window first
+    time.sleep(WINDOW + 2 * INTERVAL)  # every rank measured over a full window first
     early = has(job.log(0), r"is a straggler")
     stop = threading.Event()
 
