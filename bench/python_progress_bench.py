@@ -5,7 +5,9 @@ accel-launch with the module on and off (python_progress), in alternating rounds
 both, in an order that alternates from round to round; the paired ratio on/off of a round's
 samples/s cancels what the machine was doing meanwhile. Reports the median ratio over --rounds
 (default 7) per model and process count, with each side's median; the criterion is
-median ratio >= 0.99 (less than 1 % slower).
+median ratio >= 0.99 (less than 1 % slower). It also reports the paired ratio of the CPU time the
+run took (launcher and workers, from getrusage), which a loaded machine disturbs less than wall
+time: the CPU the module costs, whatever else runs.
 
 Prints a table and writes bench/results/python_progress_bench.json. Not a test: numbers.
 Usage: /usr/bin/python3 bench/python_progress_bench.py [--build build] [--rounds 7]
@@ -14,6 +16,7 @@ Usage: /usr/bin/python3 bench/python_progress_bench.py [--build build] [--rounds
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 
@@ -23,10 +26,15 @@ ROOT = os.path.dirname(HERE)
 
 
 def python_side(build, model, world, steps, warmup, progress):
+    """Returns (samples/s, CPU seconds of the launcher and its workers together)."""
     cmd = [f"{build}/launcher/accel-launch", "--use_cpu", "--num_processes", str(world),
            "--mixed_precision", "no", "--python", PY, f"--python_progress={str(progress).lower()}"]
     cmd += torch_mlp(model, world, steps, warmup)
-    return run(cmd, {"OMP_NUM_THREADS": threads_per_process(world)})["samples_per_sec"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    samples = run(cmd, {"OMP_NUM_THREADS": threads_per_process(world)})["samples_per_sec"]
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return samples, cpu
 
 
 def main():
@@ -42,26 +50,30 @@ def main():
     rows = []
     for model in a.models.split(","):
         for world in (int(w) for w in a.worlds.split(",")):
-            on, off, ratios = [], [], []
+            on, off, ratios, cpu_ratios = [], [], [], []
             for r in range(a.rounds):
                 order = (True, False) if r % 2 == 0 else (False, True)
                 got = {flag: python_side(a.build, model, world, a.steps, a.warmup, flag)
                        for flag in order}
-                on.append(got[True])
-                off.append(got[False])
-                ratios.append(got[True] / got[False])
-                print(f"{model} x{world} round {r + 1}: on {got[True]:.0f} off {got[False]:.0f} "
-                      f"ratio {ratios[-1]:.4f}", file=sys.stderr, flush=True)
+                on.append(got[True][0])
+                off.append(got[False][0])
+                ratios.append(got[True][0] / got[False][0])
+                cpu_ratios.append(got[True][1] / got[False][1])
+                print(f"{model} x{world} round {r + 1}: on {got[True][0]:.0f} off "
+                      f"{got[False][0]:.0f} samples/s, ratio {ratios[-1]:.4f}; CPU s on "
+                      f"{got[True][1]:.2f} off {got[False][1]:.2f}", file=sys.stderr, flush=True)
             rows.append({"model": model, "processes": world, "rounds": a.rounds,
                          "steps": a.steps, "on_median": statistics.median(on),
                          "off_median": statistics.median(off),
                          "ratio_median": statistics.median(ratios), "ratios": ratios,
-                         "on": on, "off": off})
+                         "cpu_ratio_median": statistics.median(cpu_ratios),
+                         "cpu_ratios": cpu_ratios, "on": on, "off": off})
     print(f"{'model':<16}{'procs':>6}{'on samples/s':>14}{'off samples/s':>15}"
-          f"{'on/off (median of paired)':>27}{'min':>7}{'max':>7}")
+          f"{'on/off paired':>15}{'min':>7}{'max':>7}{'CPU on/off paired':>19}")
     for r in rows:
         print(f"{r['model']:<16}{r['processes']:>6}{r['on_median']:>14.0f}{r['off_median']:>15.0f}"
-              f"{r['ratio_median']:>27.4f}{min(r['ratios']):>7.3f}{max(r['ratios']):>7.3f}")
+              f"{r['ratio_median']:>15.4f}{min(r['ratios']):>7.3f}{max(r['ratios']):>7.3f}"
+              f"{r['cpu_ratio_median']:>19.4f}")
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "python_progress_bench.json"), "w") as f:
         json.dump(rows, f, indent=1)
