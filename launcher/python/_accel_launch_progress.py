@@ -8,13 +8,13 @@ mapping, each stored whole):
                          profiler's per-step entry point, Optimizer._optimizer_step_code); an
                          optimizer that wraps another (accelerate's, ZeRO's) is counted once;
   1 collectives started  torch.distributed's collectives (the outermost call: all_gather_object's
-  2 collectives done     inner all_gather is not counted again), DDP's parameter broadcasts and
-                         each gradient bucket's all-reduce (through a DDP communication hook
-                         that does what DDP's built-in one does, or the program's own hook);
+  2 collectives done     inner all_gather is not counted again), DDP's parameter broadcasts, and
+                         each DDP gradient synchronisation (one per backward that syncs: its
+                         buckets' all-reduces together; DDP's own path is left as it is);
   3 wait nanoseconds     time the program was blocked in communication: a blocking collective
-                         from call to return, and DDP from the end of backward until its last
-                         bucket's all-reduce completed (an async_op collective is counted, not
-                         timed: the program computes meanwhile);
+                         from call to return, and DDP from the end of backward's compute until
+                         its buckets are reduced (an async_op collective is counted, not timed:
+                         the program computes meanwhile);
   4 samples              the first dimension of each batch a torch DataLoader handed out;
   5 wait since           CLOCK_MONOTONIC nanoseconds when the wait in progress began, 0 = none.
 One process owns a record: the first to take an exclusive flock on the file. A process forked
@@ -226,112 +226,68 @@ def _count_collectives(dist):
 
 # --- DDP's gradient all-reduce ----------------------------------------------------------------
 
-class _DdpHook:
-    """DDP's communication hook: the built-in all-reduce's arithmetic (each gradient times
-    1/world size, then a sum), or the hook the program registers later; counted and timed."""
+def _first_grad_tensor(torch, output):
+    for _ in range(3):
+        if isinstance(output, torch.Tensor):
+            return output if output.requires_grad else None
+        if isinstance(output, (list, tuple)) and output:
+            output = next((o for o in output if isinstance(o, torch.Tensor) and o.requires_grad),
+                          output[0])
+        elif isinstance(output, dict) and output:
+            output = next(iter(output.values()))
+        else:
+            return None
+    return None
 
-    def __init__(self, torch, dist, ddp):
-        self._engine = torch.autograd.Variable._execution_engine
-        self._group = ddp.process_group if ddp.process_group is not None else dist.group.WORLD
-        self._scale = 1.0 / self._group.size()
-        self.user = None  # (state, hook) the program registered
-        self._lock = threading.Lock()
-        self._in_flight = 0
-        self._backward_queued = False
-        self._waiting = False
 
-    def __call__(self, _state, bucket):
-        with self._lock:
-            self._in_flight += 1
-            queue = not self._backward_queued
-            self._backward_queued = True
-        if queue:
-            try:
-                self._engine.queue_callback(self._backward_ended)
-            except Exception:
-                pass
+class _DdpSync:
+    """One DDP gradient synchronisation (every bucket's all-reduce of one backward) counted as one
+    collective, without touching DDP's own path: a hook on the forward's output starts it when
+    backward begins; a callback on the autograd engine, queued then, runs when backward's compute
+    is done (DDP's own end-of-backward callback, queued meanwhile, waits for the buckets next) and
+    queues one more, which runs once DDP has its gradients: the wait in between is timed."""
+
+    def __init__(self, engine):
+        self._engine = engine
+
+    def hook(self, _grad):
         _record.started(False)
         try:
-            if self.user is not None:
-                future = self.user[1](self.user[0], bucket)
-            else:
-                buffer = bucket.buffer()
-                buffer.mul_(self._scale)
-                future = self._group.allreduce([buffer]).get_future()
-        except BaseException:
-            self._completed()
-            raise
-        return future.then(self._finish)
+            self._engine.queue_callback(self._backward_done)
+        except Exception:
+            _record.done(False)
 
-    def _finish(self, future):
-        try:
-            value = future.value()
-        finally:
-            self._completed()
-        return value[0] if self.user is None else value
-
-    def _backward_ended(self):
-        with self._lock:
-            self._backward_queued = False
-            if self._in_flight == 0:
-                return
-            self._waiting = True
+    def _backward_done(self):
         _record.begin_wait()
+        try:
+            self._engine.queue_callback(self._synced)
+        except Exception:
+            self._synced()
 
-    def _completed(self):
-        with self._lock:
-            self._in_flight -= 1
-            end_wait = self._waiting and self._in_flight == 0
-            if end_wait:
-                self._waiting = False
+    def _synced(self):
+        _record.end_wait()
         _record.done(False)
-        if end_wait:
-            _record.end_wait()
 
 
-def _count_ddp(torch, dist):
+def _count_ddp(torch):
     parallel = sys.modules.get("torch.nn.parallel.distributed")
     if parallel is None:
         return
     DDP = parallel.DistributedDataParallel
-    original_init = DDP.__init__
-    original_register = DDP.register_comm_hook
-    original_builtin = DDP._register_builtin_comm_hook
+    original = DDP.forward
+    sync = _DdpSync(torch.autograd.Variable._execution_engine)
 
-    @functools.wraps(original_init)
-    def __init__(self, *args, **kwargs):
-        original_init(self, *args, **kwargs)
-        try:
-            hook = _DdpHook(torch, dist, self)
-            dist._register_comm_hook(self.reducer, None, hook)
-            self._accel_launch_hook = hook
-        except Exception:
-            pass
+    @functools.wraps(original)
+    def forward(self, *inputs, **kwargs):
+        output = original(self, *inputs, **kwargs)
+        if (_record.live and torch.is_grad_enabled() and
+                getattr(self, "require_backward_grad_sync", False)):
+            tensor = _first_grad_tensor(torch, output)
+            if tensor is not None:
+                tensor.register_hook(sync.hook)
+        return output
 
-    @functools.wraps(original_register)
-    def register_comm_hook(self, state, hook):
-        ours = getattr(self, "_accel_launch_hook", None)
-        if ours is None or ours.user is not None:
-            return original_register(self, state, hook)  # the second time: torch's own error
-        self._check_comm_hook(hook)
-        self.logger._set_comm_hook_name(hook.__qualname__)
-        ours.user = (state, hook)
-
-    @functools.wraps(original_builtin)
-    def _register_builtin_comm_hook(self, comm_hook_type):
-        ours = getattr(self, "_accel_launch_hook", None)
-        if ours is None or ours.user is not None:
-            return original_builtin(self, comm_hook_type)
-        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-
-        self.logger._set_comm_hook_name(str(comm_hook_type))
-        if comm_hook_type == dist.BuiltinCommHookType.FP16_COMPRESS:
-            ours.user = (self.process_group, default_hooks.fp16_compress_hook)
-        # ALLREDUCE: what the hook does already
-
-    DDP.__init__ = __init__
-    DDP.register_comm_hook = register_comm_hook
-    DDP._register_builtin_comm_hook = _register_builtin_comm_hook
+    DDP.forward = forward
 
 
 # --- samples ----------------------------------------------------------------------------------
@@ -373,7 +329,7 @@ def _install(torch):
     _count_samples(torch)
     if dist is not None and dist.is_available():
         _count_collectives(dist)
-        _count_ddp(torch, dist)
+        _count_ddp(torch)
 
 
 class _Loader:
