@@ -13,7 +13,7 @@ mapping, each stored whole):
                          buckets' all-reduces together; DDP's own path is left as it is);
   3 wait nanoseconds     time the program was blocked in communication: a blocking collective
                          from call to return, and DDP from the end of backward's compute until
-                         its buckets are reduced (an async_op collective is counted, not timed:
+                         it has its gradients (an async_op collective is counted, not timed:
                          the program computes meanwhile);
   4 samples              the first dimension of each batch a torch DataLoader handed out;
   5 wait since           CLOCK_MONOTONIC nanoseconds when the wait in progress began, 0 = none.
@@ -108,16 +108,6 @@ class _Record:
                 if timed:
                     self._end_wait()
                 self._add(_DONE)
-
-    def begin_wait(self):
-        if self.live:
-            with self._lock:
-                self._begin_wait()
-
-    def end_wait(self):
-        if self.live:
-            with self._lock:
-                self._end_wait()
 
     def samples(self, n):
         if self.live and n > 0:
@@ -242,31 +232,30 @@ def _first_grad_tensor(torch, output):
 
 class _DdpSync:
     """One DDP gradient synchronisation (every bucket's all-reduce of one backward) counted as one
-    collective, without touching DDP's own path: a hook on the forward's output starts it when
-    backward begins; a callback on the autograd engine, queued then, runs when backward's compute
-    is done (DDP's own end-of-backward callback, queued meanwhile, waits for the buckets next) and
-    queues one more, which runs once DDP has its gradients: the wait in between is timed."""
+    collective, without touching DDP's own path. A hook on the forward's output, which runs when
+    backward begins, queues a callback on the autograd engine; it runs when backward's compute is
+    done, where the rank starts to depend on its peers (DDP's own end-of-backward callback, queued
+    meanwhile, waits for the buckets next): the collective starts there, and a second callback,
+    queued then, runs once DDP has its gradients: the collective is done, the wait timed."""
 
     def __init__(self, engine):
         self._engine = engine
 
     def hook(self, _grad):
-        _record.started(False)
         try:
             self._engine.queue_callback(self._backward_done)
         except Exception:
-            _record.done(False)
+            pass
 
     def _backward_done(self):
-        _record.begin_wait()
+        _record.started(True)
         try:
             self._engine.queue_callback(self._synced)
         except Exception:
             self._synced()
 
     def _synced(self):
-        _record.end_wait()
-        _record.done(False)
+        _record.done(True)
 
 
 def _count_ddp(torch):
