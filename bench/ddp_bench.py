@@ -83,15 +83,19 @@ def threads_per_process(world):
     return str(max(1, (os.cpu_count() or 1) // world))
 
 
+def torch_mlp(model, world, steps, warmup):
+    """The Python side's program: torch_mlp.py and its arguments for `model`."""
+    d, h, layers, c, b, a = MODELS[model]
+    return [f"{HERE}/torch_mlp.py", "--input-dim", str(d), "--hidden", str(h), "--layers",
+            str(layers), "--classes", str(c), "--batch-size", str(b), "--grad-accum", str(a),
+            "--optimizer", "sgd", "--lr", str(LR), "--steps", str(steps), "--warmup", str(warmup),
+            "--samples", str(64 * b * world), "--dataset", "teacher"]
+
+
 def python_ddp(model, world, steps, warmup, tries=2, threads=None):
     """threads: the environment for the thread count; None: threads_per_process(world)."""
-    d, h, layers, c, b, a = MODELS[model]
     cmd = [PY, f"{HERE}/torchrun_compat.py", "--standalone", f"--nproc_per_node={world}",
-           "--monitor_interval", "0.1",
-           f"{HERE}/torch_mlp.py", "--input-dim", str(d), "--hidden", str(h), "--layers",
-           str(layers), "--classes", str(c), "--batch-size", str(b), "--grad-accum", str(a),
-           "--optimizer", "sgd", "--lr", str(LR), "--steps", str(steps), "--warmup", str(warmup),
-           "--samples", str(64 * b * world), "--dataset", "teacher"]
+           "--monitor_interval", "0.1"] + torch_mlp(model, world, steps, warmup)
     env = {"OMP_NUM_THREADS": threads_per_process(world)} if threads is None else threads
     # torchrun's c10d store start-up occasionally races its own workers (a store.set traceback
     # on this 2-core machine); one retry, and the failure is printed, not hidden.

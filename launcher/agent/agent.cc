@@ -22,6 +22,7 @@
 #include "launcher/agent/master_port.h"
 #include "launcher/agent/plan.h"
 #include "launcher/agent/preflight_run.h"
+#include "launcher/agent/python_progress.h"
 #include "launcher/agent/rendezvous.h"
 #include "launcher/agent/rendezvous_token.h"
 #include "launcher/agent/single_worker.h"
@@ -107,6 +108,9 @@ class Agent {
     return absl::StrCat(run_dir_.path, "/", AttemptDir(attempt));
   }
   absl::StatusOr<std::vector<WorkerLaunch>> MakeWorkers(const RendezvousResult& rdzv);
+  // Returns the Python progress module's directory in the run directory, written on first use;
+  // "" when the workers do not run Python, python_progress is off, or it cannot be written.
+  std::string PythonModuleDir();
   int Finish(int code);
 
   const LaunchRequest& request_;
@@ -120,6 +124,7 @@ class Agent {
   RunDir run_dir_;  // made after the first join; a scratch one is removed at the end
   std::vector<std::string> base_env_ = CurrentEnvironment();
   bool preflight_done_ = false;
+  std::optional<std::string> python_module_dir_;  // PythonModuleDir's answer, once known
 };
 
 int Agent::Run() {
@@ -469,6 +474,7 @@ absl::StatusOr<std::vector<WorkerLaunch>> Agent::MakeWorkers(const RendezvousRes
     if (plan_.hang_timeout_s > 0 || (rendezvous_ != nullptr && config_.status_interval_s > 0)) {
       w.files.progress_file = path + "/progress";
       ::unlinkat(dir->get(), "progress", 0);
+      w.files.python_module_dir = PythonModuleDir();
     }
     w.spec.label = absl::StrCat("worker rank=", w.rank);
     w.spec.path = command_.path;
@@ -478,6 +484,21 @@ absl::StatusOr<std::vector<WorkerLaunch>> Agent::MakeWorkers(const RendezvousRes
     workers.push_back(std::move(w));
   }
   return workers;
+}
+
+std::string Agent::PythonModuleDir() {
+  if (!python_module_dir_.has_value()) {
+    python_module_dir_ = "";
+    if (command_.python && config_.python_progress) {
+      const std::string dir = absl::StrCat(run_dir_.path, "/python");  // private (0700)
+      if (absl::Status written = WritePythonProgressModule(dir); written.ok()) {
+        python_module_dir_ = dir;
+      } else {
+        Notice(absl::StrCat("launch: ", written.message(), "; Python workers report no progress"));
+      }
+    }
+  }
+  return *python_module_dir_;
 }
 
 int Agent::MasterPort() const {

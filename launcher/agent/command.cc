@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "launcher/agent/python_progress.h"
 #include "launcher/process/subprocess.h"
 
 namespace accel::launcher {
@@ -58,16 +59,19 @@ absl::StatusOr<WorkerCommand> ResolveWorkerCommand(const std::vector<std::string
     if (!python.ok()) return python.status();
     command.path = *python;
     command.argv = {options.python, "-m"};
+    command.python = true;
   } else if (options.run_path || (absl::EndsWith(first, ".py") && !options.no_python)) {
     if (absl::Status script = CheckScript(first); !script.ok()) return script;
     absl::StatusOr<std::string> python = ResolvePython(options, first, path_env);
     if (!python.ok()) return python.status();
     command.path = *python;
     command.argv = {options.python};
+    command.python = true;
   } else {
     absl::StatusOr<std::string> path = ResolveProgram(first, path_env);
     if (!path.ok()) return path.status();
     command.path = *path;
+    command.python = !options.no_python && IsPythonInterpreter(first);
   }
   command.argv.insert(command.argv.end(), program.begin(), program.end());
   return command;

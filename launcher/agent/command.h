@@ -23,6 +23,9 @@ struct ProgramOptions {
 struct WorkerCommand {
   std::string path;               // what execve runs
   std::vector<std::string> argv;  // argv[0] included, e.g. {"python3", "train.py", "--lr", "1"}
+  // It runs Python: PROGRAM.py, -m, --run_path, or a Python interpreter as the program (never
+  // with --no_python). Such a worker gets the Python progress module (python_progress.h).
+  bool python = false;
 };
 
 // Returns the command for `program` (the program word and its arguments, as given). The same

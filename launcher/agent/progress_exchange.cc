@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace accel::launcher {
@@ -11,6 +12,8 @@ namespace {
 
 constexpr char kActivityKey[] = "accel-launch/activity";
 constexpr char kVerdictKey[] = "accel-launch/hang-verdict";
+// What an advance adds to the activity counter; an activity adds 1 (header).
+constexpr std::int64_t kAdvancedUnit = std::int64_t{1} << 32;
 
 std::string ProgressKey(int machine_rank) {
   return absl::StrCat("accel-launch/progress/", machine_rank);
@@ -20,7 +23,10 @@ std::string ProgressKey(int machine_rank) {
 
 ProgressExchange::ProgressExchange(std::unique_ptr<rendezvous::Store> store,
                                    ExchangeOptions options)
-    : store_(std::move(store)), options_(options), activity_changed_(absl::Now()) {
+    : store_(std::move(store)),
+      options_(options),
+      activity_changed_(absl::Now()),
+      advanced_changed_(activity_changed_) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -33,10 +39,13 @@ ProgressExchange::~ProgressExchange() {
 }
 
 void ProgressExchange::Publish(std::vector<RankSnapshot> ranks, absl::Duration idle_for,
-                               absl::Time now) {
+                               absl::Duration stalled_for, absl::Time now) {
   absl::MutexLock lock(&mu_);
   own_ = std::move(ranks);
   if (idle_for != absl::InfiniteDuration()) own_active_ = std::max(own_active_, now - idle_for);
+  if (stalled_for != absl::InfiniteDuration()) {
+    own_advanced_ = std::max(own_advanced_, now - stalled_for);
+  }
 }
 
 absl::Duration ProgressExchange::JobIdleFor(absl::Time now) const {
@@ -47,12 +56,19 @@ absl::Duration ProgressExchange::JobIdleFor(absl::Time now) const {
   return std::max(absl::ZeroDuration(), now - activity_changed_);
 }
 
+absl::Duration ProgressExchange::JobStalledFor(absl::Time now) const {
+  absl::MutexLock lock(&mu_);
+  if (now - read_ok_ > 3 * options_.interval) return absl::ZeroDuration();
+  return std::max(absl::ZeroDuration(), now - advanced_changed_);
+}
+
 std::vector<RankSnapshot> ProgressExchange::OtherRanks(absl::Time now) const {
   absl::MutexLock lock(&mu_);
   std::vector<RankSnapshot> out;
   for (const auto& [machine, remote] : others_) {
     for (RankSnapshot r : remote.ranks) {
       r.idle_for += now - remote.read;
+      r.stalled_for += now - remote.read;
       out.push_back(std::move(r));
     }
   }
@@ -96,7 +112,9 @@ void ProgressExchange::Exchange() {
   bool propose = false;
   {
     absl::MutexLock lock(&mu_);
-    suspect = absl::Now() - activity_changed_ >= options_.hang_timeout / 2;
+    const absl::Time now = absl::Now();
+    suspect =
+        std::max(now - activity_changed_, now - advanced_changed_) >= options_.hang_timeout / 2;
     propose = proposal_.has_value() && !settled_.has_value();
   }
   if (suspect || propose) ReadOthers();
@@ -106,15 +124,23 @@ void ProgressExchange::Exchange() {
 void ProgressExchange::PublishOwn() {
   std::vector<RankSnapshot> own;
   absl::Time active;
+  absl::Time advanced;
   {
     absl::MutexLock lock(&mu_);
     own = own_;
     active = own_active_;
+    advanced = own_advanced_;
   }
+  std::int64_t add = 0;
   if (active > activity_added_) {
     activity_added_ = active;
-    (void)store_->Add(kActivityKey, 1);  // a failure shows in ReadActivity
+    add += 1;
   }
+  if (advanced > advanced_added_) {
+    advanced_added_ = advanced;
+    add += kAdvancedUnit;
+  }
+  if (add != 0) (void)store_->Add(kActivityKey, add);  // a failure shows in ReadActivity
   (void)store_->Set(ProgressKey(options_.machine_rank), EncodeSnapshots(own));
 }
 
@@ -124,13 +150,18 @@ void ProgressExchange::ReadActivity() {
   if (!value.ok() && !absl::IsNotFound(value.status())) {
     return;  // JobIdleFor reads "active" once read_ok_ is old
   }
-  std::string seen = value.ok() ? *std::move(value) : "";  // the count as the store keeps it
+  std::int64_t seen = 0;  // absent: nothing added yet
+  if (value.ok() && !absl::SimpleAtoi(*value, &seen)) return;
   absl::MutexLock lock(&mu_);
   read_ok_ = now;
-  if (!activity_seen_.has_value() || *activity_seen_ != seen) {
-    activity_seen_ = std::move(seen);
+  if (!activity_seen_.has_value() ||
+      (*activity_seen_ & (kAdvancedUnit - 1)) != (seen & (kAdvancedUnit - 1))) {
     activity_changed_ = now;
   }
+  if (!activity_seen_.has_value() || *activity_seen_ / kAdvancedUnit != seen / kAdvancedUnit) {
+    advanced_changed_ = now;
+  }
+  activity_seen_ = seen;
 }
 
 void ProgressExchange::ReadOthers() {

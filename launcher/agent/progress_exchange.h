@@ -1,12 +1,15 @@
 // ProgressExchange: hang detection's view of the other machines (JobProgress), over the
 // rendezvous store, for one attempt of a multi-machine job. Keys in the attempt's namespace:
 //   accel-launch/activity        a counter that a machine bumps whenever one of its ranks was
-//                                active: how long it stood still is how long the job was idle
+//                                active (by 1) or advanced (by kAdvancedUnit, 2^32): how long
+//                                its low 32 bits stood still is how long the job was idle, how
+//                                long the bits above stood still how long it was stalled
 //   accel-launch/progress/<m>    machine m's ranks (EncodeSnapshots)
 //   accel-launch/hang-verdict    the job's verdict: the first proposal, set only while absent
 // One thread makes every store call, each period (defaults::kProgressPublishInterval) or at
-// once after a proposal; the other machines' ranks are read only once the job has been idle for
-// half the hang timeout, so a healthy job costs each machine three small calls per period.
+// once after a proposal; the other machines' ranks are read only once the job has been idle or
+// stalled for half the hang timeout, so a healthy job costs each machine three small calls per
+// period.
 // The supervisor's calls never block. A failing store reads as "the job is active".
 #ifndef ACCEL_LAUNCHER_AGENT_PROGRESS_EXCHANGE_H_
 #define ACCEL_LAUNCHER_AGENT_PROGRESS_EXCHANGE_H_
@@ -42,8 +45,10 @@ class ProgressExchange final : public JobProgress {
   // Stops and joins the thread (bounded by one store call: give `store` a short RPC deadline).
   ~ProgressExchange() override;
 
-  void Publish(std::vector<RankSnapshot> ranks, absl::Duration idle_for, absl::Time now) override;
+  void Publish(std::vector<RankSnapshot> ranks, absl::Duration idle_for, absl::Duration stalled_for,
+               absl::Time now) override;
   absl::Duration JobIdleFor(absl::Time now) const override;
+  absl::Duration JobStalledFor(absl::Time now) const override;
   std::vector<RankSnapshot> OtherRanks(absl::Time now) const override;
   void Propose(const HangVerdict& verdict) override;
   std::optional<HangVerdict> Settled() const override;
@@ -69,17 +74,20 @@ class ProgressExchange final : public JobProgress {
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   // From the supervisor.
   std::vector<RankSnapshot> own_ ABSL_GUARDED_BY(mu_);
-  absl::Time own_active_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();  // last local activity
+  absl::Time own_active_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();    // last local activity
+  absl::Time own_advanced_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();  // last local advance
   std::optional<HangVerdict> proposal_ ABSL_GUARDED_BY(mu_);
   // From the store.
-  absl::Time activity_changed_ ABSL_GUARDED_BY(mu_);  // when the counter last moved
+  absl::Time activity_changed_ ABSL_GUARDED_BY(mu_);  // when the counter's activity moved
+  absl::Time advanced_changed_ ABSL_GUARDED_BY(mu_);  // when its advances moved
   absl::Time read_ok_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::map<int, Remote> others_ ABSL_GUARDED_BY(mu_);
   std::optional<HangVerdict> settled_ ABSL_GUARDED_BY(mu_);
 
   // The thread's own state.
-  std::optional<std::string> activity_seen_;
+  std::optional<std::int64_t> activity_seen_;
   absl::Time activity_added_ = absl::InfinitePast();  // own_active_ when last counted
+  absl::Time advanced_added_ = absl::InfinitePast();  // own_advanced_ when last counted
 
   std::thread thread_;
 };

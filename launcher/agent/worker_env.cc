@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <map>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "common/env_contract.h"
+#include "launcher/agent/python_progress.h"
 
 namespace accel::launcher {
 namespace {
@@ -104,6 +106,21 @@ void AddOurVars(const LaunchPlan& plan, const RendezvousResult& rdzv, const Work
   }
 }
 
+// PYTHONPATH with the Python progress module first (python_progress.h), for a Python worker
+// that has a progress file; the launcher's own PYTHONPATH follows it.
+void AddPythonProgress(const WorkerFiles& files, const std::vector<std::string>& base_env,
+                       Vars* vars) {
+  if (files.python_module_dir.empty() || files.progress_file.empty()) return;
+  const char* inherited = nullptr;
+  for (const std::string& entry : base_env) {
+    if (absl::StartsWith(entry, "PYTHONPATH=")) {
+      inherited = entry.c_str() + 11;
+      break;
+    }
+  }
+  (*vars)["PYTHONPATH"] = PythonPathWithModule(files.python_module_dir, inherited);
+}
+
 }  // namespace
 
 std::vector<std::string> WorkerEnv(const LaunchPlan& plan, const RendezvousResult& rdzv,
@@ -120,6 +137,7 @@ std::vector<std::string> WorkerEnv(const LaunchPlan& plan, const RendezvousResul
   AddAccelerateVars(plan, &vars);
   AddOmpThreads(plan, omp_inherited, &vars);
   AddOurVars(plan, rdzv, files, &vars);
+  AddPythonProgress(files, base_env, &vars);
 
   std::vector<std::string> out;
   out.reserve(base_env.size() + vars.size());

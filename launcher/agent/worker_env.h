@@ -14,7 +14,9 @@
 //     default (1 on GPU; physical cores / local processes on CPU), or torchrun's (1 with several
 //     local processes) on a torchrun command line;
 //   - ours: ACCEL_ERROR_FILE, ACCEL_BACKEND, and ACCEL_STORE_ENDPOINT, ACCEL_RDZV_TOKEN,
-//     ACCEL_LOCAL_ADDR, ACCEL_PROGRESS_FILE when there is a rendezvous / hang detection.
+//     ACCEL_LOCAL_ADDR, ACCEL_PROGRESS_FILE when there is a rendezvous / hang detection;
+//   - PYTHONPATH with the Python progress module's directory first, for a Python worker with a
+//     progress file (files.python_module_dir; python_progress.h), the launcher's own after it.
 // Pure: no environment, file or device is read here.
 #ifndef ACCEL_LAUNCHER_AGENT_WORKER_ENV_H_
 #define ACCEL_LAUNCHER_AGENT_WORKER_ENV_H_

@@ -56,7 +56,9 @@ struct Config {
   // accelerate launch's --num_cpu_threads_per_process: OMP_NUM_THREADS in every worker; 0 = the
   // launcher's own OMP_NUM_THREADS, else accelerate's default (see WorkerEnv in agent/plan.h).
   int num_cpu_threads_per_process = 0;
-  std::string python = "python3";       // runs PROGRAM.py and -m MODULE (looked up in PATH)
+  std::string python = "python3";  // runs PROGRAM.py and -m MODULE (looked up in PATH)
+  // Python workers load launcher/python's sitecustomize, which writes the progress record.
+  bool python_progress = true;
   std::vector<int> local_ranks_filter;  // torchrun's: local ranks whose output reaches the console
   // Durations are seconds, as in the YAML file.
   double rdzv_timeout_s = ToSeconds(defaults::kRdzvTimeout);  // Join waits for every machine

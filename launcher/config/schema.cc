@@ -199,6 +199,10 @@ std::vector<KeySpec> MakeSchema() {
       ACCEL_IGNORED(py_version, "SageMaker only; ignored"),
       ACCEL_STRING(python, python, false, kWhenNotDefault,
                    "interpreter that runs PROGRAM.py and -m MODULE (default python3, from PATH)"),
+      ACCEL_BOOL(python_progress, python_progress, false, kWhenNotDefault,
+                 "Python workers write the progress record libaccel writes (steps, collectives) "
+                 "through a sitecustomize the launcher ships, once they import torch "
+                 "(default true)"),
       ACCEL_IGNORED(pytorch_version, "SageMaker only; ignored"),
       ACCEL_KEY(ranks_filter, kList, false, kWhenNotDefault,
                 "ranks whose output reaches the console, like 0,1 (default: all)",

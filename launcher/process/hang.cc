@@ -36,6 +36,7 @@ void HangDetector::Watch(int rank, pid_t pid, std::string progress_path, absl::T
   w.pid = pid;
   w.progress_path = std::move(progress_path);
   w.active = now;
+  w.advanced = now;
   ranks_[rank] = std::move(w);
 }
 
@@ -55,21 +56,30 @@ bool HangDetector::Busy(Watched& w, absl::Time now, std::uint64_t ticks) const {
 void HangDetector::Sample(absl::Time now, const std::function<std::uint64_t(int)>& output_bytes) {
   for (auto& [rank, w] : ranks_) {
     bool active = false;
+    bool advanced = false;
     if (!w.progress_path.empty()) {
       std::optional<progress::Record> record = ReadProgressFile(w.progress_path);
-      if (record.has_value() && record != w.progress) {
-        active = w.progress.has_value();  // the first record read is a start, not an advance
-        w.progress = record;
+      if (record.has_value() && w.progress.has_value()) {
+        // The first record read is a start, not an advance; samples are an advance, not
+        // activity (hang detection's notion of progress is steps and collectives).
+        active = record != w.progress;
+        advanced = active || record->samples != w.progress->samples;
       }
+      if (record.has_value()) w.progress = record;
     }
     const std::uint64_t bytes = output_bytes ? output_bytes(rank) : 0;
     active = active || bytes != w.output_bytes;
     w.output_bytes = bytes;
     const ProcessTreeSample tree = sample_tree_(w.pid);
     w.stopped = tree.stopped;
+    advanced = advanced || active || tree.io_bytes != w.io_bytes;
+    w.io_bytes = tree.io_bytes;
     active = Busy(w, now, tree.cpu_ticks) || active;
     if (active && !w.stopped) {
       w.active = now;
+    }
+    if (advanced && !w.stopped) {
+      w.advanced = now;
     }
   }
 }
@@ -85,6 +95,7 @@ std::vector<RankSnapshot> HangDetector::Snapshots(absl::Time now) const {
     s.progress = w.progress;
     s.stopped = w.stopped;
     s.idle_for = now - w.active;
+    s.stalled_for = now - w.advanced;
     out.push_back(std::move(s));
   }
   return out;
@@ -96,6 +107,14 @@ absl::Duration HangDetector::IdleFor(absl::Time now) const {
     idle = std::min(idle, now - w.active);
   }
   return idle;
+}
+
+absl::Duration HangDetector::StalledFor(absl::Time now) const {
+  absl::Duration stalled = absl::InfiniteDuration();
+  for (const auto& [rank, w] : ranks_) {
+    stalled = std::min(stalled, now - w.advanced);
+  }
+  return stalled;
 }
 
 }  // namespace accel::launcher

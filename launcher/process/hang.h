@@ -4,8 +4,12 @@
 // (common/progress_record.h), the state and CPU time of the worker's process tree (/proc), and
 // how many output bytes the rank wrote. A rank is active while its progress counters move, it
 // writes output, or its process tree uses at least defaults::kHangBusyCpuFraction of a core over
-// defaults::kHangCpuWindow. A job is hung when no rank of any machine was active for the hang
-// timeout; hang_verdict.h then names the rank the others wait on. Not thread-safe.
+// defaults::kHangCpuWindow. A rank advances while its progress record moves (steps, collectives
+// or samples), it writes output, or its process tree reads or writes any bytes (/proc/<pid>/io).
+// A job is hung when no rank of any machine was active for the hang timeout, or when no rank
+// advanced for it while the ranks' collective counts show the others waiting in a collective one
+// rank never reached (StalledInCollective: a rank spinning in a loop uses CPU but does not
+// advance); hang_verdict.h then names the rank the others wait on. Not thread-safe.
 //
 // JobProgress is the other machines' side (launcher/agent/progress_exchange, over the rendezvous
 // store): this machine publishes its ranks and reads how long the whole job has been idle, the
@@ -56,6 +60,8 @@ class HangDetector {
   std::vector<RankSnapshot> Snapshots(absl::Time now) const;
   // Returns how long no watched rank has been active (InfiniteDuration when none is watched).
   absl::Duration IdleFor(absl::Time now) const;
+  // Returns how long no watched rank has advanced (InfiniteDuration when none is watched).
+  absl::Duration StalledFor(absl::Time now) const;
 
  private:
   struct Watched {
@@ -63,9 +69,11 @@ class HangDetector {
     std::string progress_path;
     std::optional<progress::Record> progress;
     std::uint64_t output_bytes = 0;
+    std::uint64_t io_bytes = 0;
     bool stopped = false;
     std::deque<std::pair<absl::Time, std::uint64_t>> cpu;  // (time, CPU ticks) over the window
     absl::Time active;                                     // when it was last active
+    absl::Time advanced;                                   // when it last advanced
   };
   // Returns true when `w`'s CPU use over the window reached the busy fraction.
   bool Busy(Watched& w, absl::Time now, std::uint64_t ticks) const;
@@ -85,12 +93,15 @@ class JobProgress {
  public:
   virtual ~JobProgress() = default;
 
-  // Hands over this machine's ranks sampled at `now`, and how long they have been idle.
+  // Hands over this machine's ranks sampled at `now`, how long they have been idle and how long
+  // none of them advanced.
   virtual void Publish(std::vector<RankSnapshot> ranks, absl::Duration idle_for,
-                       absl::Time now) = 0;
+                       absl::Duration stalled_for, absl::Time now) = 0;
   // Returns how long no rank of the job has been active as far as the store shows; zero while
   // unknown (the store unreachable: every machine is assumed active).
   virtual absl::Duration JobIdleFor(absl::Time now) const = 0;
+  // Returns how long no rank of the job has advanced, as JobIdleFor.
+  virtual absl::Duration JobStalledFor(absl::Time now) const = 0;
   // Returns the other machines' ranks as last read, their idle times brought forward to `now`.
   virtual std::vector<RankSnapshot> OtherRanks(absl::Time now) const = 0;
   // Proposes `verdict` as the job's; the first proposal of any machine wins.

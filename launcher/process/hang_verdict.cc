@@ -82,11 +82,21 @@ std::string Clean(absl::string_view text) {
 
 }  // namespace
 
+bool StalledInCollective(const std::vector<RankSnapshot>& ranks) {
+  if (ranks.empty() || !std::all_of(ranks.begin(), ranks.end(), HasCollectives)) return false;
+  std::uint64_t reached = 0;
+  if (PickBehind(ranks, &reached) < 0) return false;
+  return std::any_of(ranks.begin(), ranks.end(), [reached](const RankSnapshot& r) {
+    return r.progress->in_collective() && r.progress->collectives_started == reached;
+  });
+}
+
 std::string FormatSeconds(absl::Duration d) {
   return absl::StrFormat("%.1f s", absl::ToDoubleSeconds(d));
 }
 
-HangVerdict DiagnoseHang(const std::vector<RankSnapshot>& input, absl::Duration job_idle_for) {
+HangVerdict DiagnoseHang(const std::vector<RankSnapshot>& input, absl::Duration job_idle_for,
+                         bool busy) {
   std::vector<RankSnapshot> ranks = input;
   std::sort(ranks.begin(), ranks.end(),
             [](const RankSnapshot& a, const RankSnapshot& b) { return a.rank < b.rank; });
@@ -98,6 +108,7 @@ HangVerdict DiagnoseHang(const std::vector<RankSnapshot>& input, absl::Duration 
     verdict.why = "is stopped (process state T: SIGSTOP or a debugger)";
   } else if ((root = PickBehind(ranks, &reached)) >= 0) {
     verdict.why = BehindWhy(ranks[root], reached);
+    verdict.busy = busy;
   } else {
     for (int i = 0; i < static_cast<int>(ranks.size()); ++i) {
       if (root < 0 || ranks[i].idle_for > ranks[root].idle_for) root = i;
@@ -123,11 +134,11 @@ HangVerdict DiagnoseHang(const std::vector<RankSnapshot>& input, absl::Duration 
 }
 
 std::string DescribeVerdict(const HangVerdict& v) {
+  const char* since = v.inferred ? "; no rank used CPU or wrote output for "
+                      : v.busy   ? "; it kept running, but no rank advanced for "
+                                 : "; no rank advanced, used CPU or wrote output for ";
   return absl::StrCat(v.inferred ? "hang (inferred): " : "hang: ", "rank ", v.rank, " (machine ",
-                      v.machine_rank, ") ", v.why,
-                      v.inferred ? "; no rank used CPU or wrote output for "
-                                 : "; no rank advanced, used CPU or wrote output for ",
-                      FormatSeconds(v.job_idle_for));
+                      v.machine_rank, ") ", v.why, since, FormatSeconds(v.job_idle_for));
 }
 
 std::string EncodeSnapshots(const std::vector<RankSnapshot>& ranks) {
@@ -137,7 +148,8 @@ std::string EncodeSnapshots(const std::vector<RankSnapshot>& ranks) {
     absl::StrAppend(&out, r.rank, "\t", r.machine_rank, "\t", Clean(r.host), "\t",
                     r.progress.has_value() ? 1 : 0, "\t", p.has_collectives ? 1 : 0, "\t", p.step,
                     "\t", p.collectives_started, "\t", p.collectives_done, "\t", r.stopped ? 1 : 0,
-                    "\t", absl::ToInt64Milliseconds(r.idle_for), "\n");
+                    "\t", absl::ToInt64Milliseconds(r.idle_for), "\t",
+                    absl::ToInt64Milliseconds(r.stalled_for), "\n");
   }
   return out;
 }
@@ -146,16 +158,16 @@ std::optional<std::vector<RankSnapshot>> DecodeSnapshots(absl::string_view text)
   std::vector<RankSnapshot> ranks;
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
     std::vector<absl::string_view> f = absl::StrSplit(line, '\t');
-    if (f.size() != 10) return std::nullopt;
+    if (f.size() != 11) return std::nullopt;
     RankSnapshot r;
     int has_progress = 0, has_collectives = 0, stopped = 0;
     progress::Record p;
-    std::int64_t idle_ms = 0;
+    std::int64_t idle_ms = 0, stalled_ms = 0;
     if (!absl::SimpleAtoi(f[0], &r.rank) || !absl::SimpleAtoi(f[1], &r.machine_rank) ||
         !absl::SimpleAtoi(f[3], &has_progress) || !absl::SimpleAtoi(f[4], &has_collectives) ||
         !absl::SimpleAtoi(f[5], &p.step) || !absl::SimpleAtoi(f[6], &p.collectives_started) ||
         !absl::SimpleAtoi(f[7], &p.collectives_done) || !absl::SimpleAtoi(f[8], &stopped) ||
-        !absl::SimpleAtoi(f[9], &idle_ms)) {
+        !absl::SimpleAtoi(f[9], &idle_ms) || !absl::SimpleAtoi(f[10], &stalled_ms)) {
       return std::nullopt;
     }
     r.host = std::string(f[2]);
@@ -163,15 +175,16 @@ std::optional<std::vector<RankSnapshot>> DecodeSnapshots(absl::string_view text)
     if (has_progress != 0) r.progress = p;
     r.stopped = stopped != 0;
     r.idle_for = absl::Milliseconds(idle_ms);
+    r.stalled_for = absl::Milliseconds(stalled_ms);
     ranks.push_back(std::move(r));
   }
   return ranks;
 }
 
 std::string EncodeVerdict(const HangVerdict& v) {
-  std::string out =
-      absl::StrCat(v.rank, "\t", v.machine_rank, "\t", Clean(v.host), "\t", v.inferred ? 1 : 0,
-                   "\t", absl::ToInt64Milliseconds(v.job_idle_for), "\n", Clean(v.why), "\n");
+  std::string out = absl::StrCat(
+      v.rank, "\t", v.machine_rank, "\t", Clean(v.host), "\t", v.inferred ? 1 : 0, "\t",
+      absl::ToInt64Milliseconds(v.job_idle_for), "\t", v.busy ? 1 : 0, "\n", Clean(v.why), "\n");
   for (const std::string& other : v.others) absl::StrAppend(&out, Clean(other), "\n");
   return out;
 }
@@ -181,15 +194,16 @@ std::optional<HangVerdict> DecodeVerdict(absl::string_view text) {
   if (lines.size() < 2) return std::nullopt;
   std::vector<absl::string_view> f = absl::StrSplit(lines[0], '\t');
   HangVerdict v;
-  int inferred = 0;
+  int inferred = 0, busy = 0;
   std::int64_t idle_ms = 0;
-  if (f.size() != 5 || !absl::SimpleAtoi(f[0], &v.rank) ||
+  if (f.size() != 6 || !absl::SimpleAtoi(f[0], &v.rank) ||
       !absl::SimpleAtoi(f[1], &v.machine_rank) || !absl::SimpleAtoi(f[3], &inferred) ||
-      !absl::SimpleAtoi(f[4], &idle_ms)) {
+      !absl::SimpleAtoi(f[4], &idle_ms) || !absl::SimpleAtoi(f[5], &busy)) {
     return std::nullopt;
   }
   v.host = std::string(f[2]);
   v.inferred = inferred != 0;
+  v.busy = busy != 0;
   v.job_idle_for = absl::Milliseconds(idle_ms);
   v.why = std::string(lines[1]);
   for (std::size_t i = 2; i < lines.size(); ++i) v.others.emplace_back(lines[i]);

@@ -6,6 +6,7 @@
 //   2. libaccel's collective counts (common/progress_record.h): every rank issues collectives in
 //      the same order, so a rank that never started the collective the others are in is the one
 //      they wait on; the ranks inside it are "waiting";
+//      (a hang found by StalledInCollective, with that rank still using CPU, says it kept running);
 //   3. otherwise (programs that report no progress, or every rank inside the same collective) the
 //      rank that went idle first — no CPU time, no output — is the likely cause, and the verdict
 //      says it is inferred.
@@ -31,20 +32,31 @@ struct RankSnapshot {
   std::optional<progress::Record> progress;  // nullopt: the program writes no progress file
   bool stopped = false;                      // a process of it is stopped (state T or t)
   absl::Duration idle_for;                   // since it last advanced, used CPU or wrote output
+  absl::Duration stalled_for;  // since its progress record moved or it read or wrote any bytes
 };
 
 struct HangVerdict {
   int rank = -1;  // the root cause
   int machine_rank = -1;
   std::string host;
-  bool inferred = false;            // named from idle times alone
-  std::string why;                  // e.g. "is stopped (process state T: SIGSTOP or a debugger)"
+  bool inferred = false;  // named from idle times alone
+  bool busy = false;      // found by StalledInCollective: the job used CPU, but no rank advanced
+  std::string why;        // e.g. "is stopped (process state T: SIGSTOP or a debugger)"
   std::vector<std::string> others;  // one line per other rank, e.g. "rank 1: waiting in ..."
   absl::Duration job_idle_for;      // how long no rank had advanced, used CPU or written output
+                                    // (busy: how long no rank had advanced)
 };
 
-// Returns the verdict for `ranks` (not empty) after the job was idle for `job_idle_for`.
-HangVerdict DiagnoseHang(const std::vector<RankSnapshot>& ranks, absl::Duration job_idle_for);
+// Returns true when `ranks` (every rank of the job) show a hang by their collective counts alone:
+// every rank reports them, some rank is inside the latest collective any rank started, and some
+// rank never started it. Hang detection applies it once no rank advanced for the hang timeout,
+// even while a rank uses CPU (spinning in a loop while the others wait).
+bool StalledInCollective(const std::vector<RankSnapshot>& ranks);
+
+// Returns the verdict for `ranks` (not empty) after the job was idle for `job_idle_for` (or, with
+// `busy`, stalled in a collective for that long while a rank kept using CPU).
+HangVerdict DiagnoseHang(const std::vector<RankSnapshot>& ranks, absl::Duration job_idle_for,
+                         bool busy = false);
 
 // Returns the one-line description used as the root cause's detail (the other ranks' lines are
 // printed apart), e.g. "hang: rank 3 (machine 1) is stopped (process state T: SIGSTOP or a

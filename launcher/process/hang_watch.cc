@@ -15,8 +15,9 @@ HangWatch::Action HangWatch::Check(absl::Time now,
                                    const std::function<std::uint64_t(int)>& output_bytes) {
   detector_.Sample(now, output_bytes);
   const absl::Duration local_idle = detector_.IdleFor(now);
+  const absl::Duration local_stalled = detector_.StalledFor(now);
   if (job_ != nullptr) {
-    job_->Publish(detector_.Snapshots(now), local_idle, now);
+    job_->Publish(detector_.Snapshots(now), local_idle, local_stalled, now);
   }
   switch (phase_) {
     case Phase::kWatching:
@@ -35,18 +36,23 @@ HangWatch::Action HangWatch::Check(absl::Time now,
       return Action::kNone;
   }
   absl::Duration idle = local_idle;
-  if (job_ != nullptr) idle = std::min(idle, job_->JobIdleFor(now));
-  if (idle < options_.hang_timeout) {
+  absl::Duration stalled = local_stalled;
+  if (job_ != nullptr) {
+    idle = std::min(idle, job_->JobIdleFor(now));
+    stalled = std::min(stalled, job_->JobStalledFor(now));
+  }
+  const bool idle_hang = idle >= options_.hang_timeout;
+  if (!idle_hang && stalled < options_.hang_timeout) {
     return Action::kNone;
   }
   std::vector<RankSnapshot> ranks = detector_.Snapshots(now);
   if (job_ != nullptr) {
     for (RankSnapshot& other : job_->OtherRanks(now)) ranks.push_back(std::move(other));
   }
-  if (ranks.empty()) {
+  if (ranks.empty() || (!idle_hang && !StalledInCollective(ranks))) {
     return Action::kNone;
   }
-  verdict_ = DiagnoseHang(ranks, idle);
+  verdict_ = idle_hang ? DiagnoseHang(ranks, idle) : DiagnoseHang(ranks, stalled, /*busy=*/true);
   if (job_ == nullptr) {
     return Act(now);
   }

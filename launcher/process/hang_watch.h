@@ -1,10 +1,11 @@
 // HangWatch: one attempt's hang detection on this machine, from the first sample to the verdict
 // the supervisor acts on. Each Check samples the local ranks (HangDetector), publishes them to
 // the other machines (JobProgress, null for a single machine) and, once no rank of the job was
-// active for the hang timeout, settles the job's verdict: the first one any machine proposed, so
-// every machine names the same rank. The machine that runs the root-cause rank ends the attempt
-// and reports it; the others wait up to defaults::kHangVerdictWait for that report (it reaches
-// them as an abort) before they end the attempt themselves. Not thread-safe.
+// active for the hang timeout (or none advanced for it while the collective counts show the
+// others waiting on one rank: hang.h), settles the job's verdict: the first one any machine
+// proposed, so every machine names the same rank. The machine that runs the root-cause rank ends
+// the attempt and reports it; the others wait up to defaults::kHangVerdictWait for that report (it
+// reaches them as an abort) before they end the attempt themselves. Not thread-safe.
 #ifndef ACCEL_LAUNCHER_PROCESS_HANG_WATCH_H_
 #define ACCEL_LAUNCHER_PROCESS_HANG_WATCH_H_
 

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/unique_fd.h"
 
 namespace accel::launcher {
@@ -68,6 +69,21 @@ std::optional<ProcStat> ParseProcStat(const std::string& text) {
   return stat;
 }
 
+std::optional<std::uint64_t> ParseProcIo(const std::string& text) {
+  std::uint64_t total = 0;
+  bool found = false;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    std::uint64_t value = 0;
+    if ((absl::ConsumePrefix(&line, "rchar:") || absl::ConsumePrefix(&line, "wchar:")) &&
+        absl::SimpleAtoi(line, &value)) {
+      total += value;
+      found = true;
+    }
+  }
+  if (!found) return std::nullopt;
+  return total;
+}
+
 std::optional<ProcStat> ReadProcStat(pid_t pid) {
   const std::string text = ReadSmallFile(absl::StrCat("/proc/", pid, "/stat"));
   if (text.empty()) return std::nullopt;
@@ -87,6 +103,7 @@ ProcessTreeSample SampleProcessTree(pid_t pid) {
     if (next == pid) sample.alive = stat->state != 'Z' && stat->state != 'X';
     sample.stopped = sample.stopped || stat->state == 'T' || stat->state == 't';
     sample.cpu_ticks += stat->cpu_ticks;
+    sample.io_bytes += ParseProcIo(ReadSmallFile(absl::StrCat("/proc/", next, "/io"))).value_or(0);
     AppendChildren(next, &pending);
   }
   return sample;

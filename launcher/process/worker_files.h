@@ -10,6 +10,9 @@ namespace accel::launcher {
 struct WorkerFiles {
   std::string error_file;     // ACCEL_ERROR_FILE
   std::string progress_file;  // ACCEL_PROGRESS_FILE; "" = hang detection off
+  // The Python progress module's directory, put first on PYTHONPATH (agent/python_progress.h);
+  // "" = not a Python worker, or python_progress off.
+  std::string python_module_dir;
 };
 
 }  // namespace accel::launcher

@@ -20,11 +20,13 @@ FOREVER = 10_000_000  # --steps for a job that trains until a fault ends it
 class Tools:
     """Paths of the programs under test."""
 
-    def __init__(self, launcher: str, train: str, intruder: str, python_script: str) -> None:
+    def __init__(self, launcher: str, train: str, intruder: str, python_script: str,
+                 python_ddp: str = "") -> None:
         self.launcher = launcher
         self.train = train
         self.intruder = intruder
         self.python_script = python_script
+        self.python_ddp = python_ddp  # an unmodified DDP script (python_scenarios.py)
 
 
 class Job:

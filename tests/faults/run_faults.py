@@ -36,6 +36,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--intruder", required=True, help="the rdzv_intruder binary")
     p.add_argument("--python_script", default=os.path.join(here, "..", "testing",
                                                            "torch_uneven.py"))
+    p.add_argument("--python_ddp", default=os.path.join(here, "..", "testing", "torch_ddp.py"))
     p.add_argument("--trials", type=int, default=1)
     p.add_argument("--scenarios", default="", help="comma list (default: all)")
     p.add_argument("--skip", default="", help="comma list of scenarios to leave out")
@@ -73,7 +74,8 @@ def main() -> int:
     if shutil.which("ip") is None:
         print("SKIP: iproute2 missing")
         return 77
-    tools = Tools(args.launcher, args.train, args.intruder, os.path.abspath(args.python_script))
+    tools = Tools(args.launcher, args.train, args.intruder, os.path.abspath(args.python_script),
+                  os.path.abspath(args.python_ddp))
     cluster = Cluster()
     work = tempfile.mkdtemp(prefix="accel_faults_")
     rows = []

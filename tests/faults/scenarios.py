@@ -296,3 +296,8 @@ SCENARIOS = {
     "third-party": third_party,
     "kill9-checkpoint": kill9_checkpoint,
 }
+
+# The Python progress module's scenarios (an unmodified DDP script): python_scenarios.py.
+from python_scenarios import PYTHON_SCENARIOS  # noqa: E402 - it imports this module's helpers
+
+SCENARIOS.update(PYTHON_SCENARIOS)

@@ -1,6 +1,6 @@
 # Sourced by netns tests: two machines as `ip netns` namespaces joined by a veth pair.
 # two_machines NAME SUBNET_BYTE sets ns0 ns1 addr0 addr1 (10.SUBNET_BYTE.<pid-derived>.1 and .2)
-# and work (a temporary directory), and installs an EXIT trap that kills everything in the
+# veth0 veth1 (each machine's end of the link), and work (a temporary directory), and installs an EXIT trap that kills everything in the
 # namespaces, removes them and the directory, after running the caller's `before_cleanup` if it
 # defines one. Exits 77 (skipped, with the reason) when namespaces cannot be made.
 two_machines() {
@@ -12,6 +12,7 @@ two_machines() {
   ip netns add "$ns0" || { echo "SKIP: ip netns add failed (no CAP_SYS_ADMIN?)"; exit 77; }
   ip netns add "$ns1"
   local veth=v${name:0:2}$$
+  veth0=${veth}a veth1=${veth}b
   ip link add "${veth}a" type veth peer name "${veth}b"
   ip link set "${veth}a" netns "$ns0"
   ip link set "${veth}b" netns "$ns1"

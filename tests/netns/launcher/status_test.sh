@@ -7,11 +7,19 @@
 #     console and by `accel-launch status` within one straggler window (plus one status
 #     interval for the publication to travel);
 #   - `accel-launch report` draws the step-time PNG and names rank 3 as the hot row.
+# With --python SCRIPT the ranks run SCRIPT instead (tests/testing/torch_ddp.py: a plain
+# torch.distributed DDP script, unchanged), whose progress comes from the launcher's Python
+# progress module (launcher/python/); the same checks apply, and the live line must show steps.
 # Needs root (exit 77 = skipped, with the reason). Creates and removes its namespaces.
-# Usage: status_test.sh <accel-launch> <train.bin>
+# Usage: status_test.sh <accel-launch> <train.bin> [--python SCRIPT]
 set -euo pipefail
 launcher=$1
 train=$2
+script=
+[[ ${3:-} == --python ]] && script=$4
+if [[ -n $script ]] && ! /usr/bin/python3 -c "import torch.distributed" 2>/dev/null; then
+  echo "SKIP: /usr/bin/python3 cannot import torch.distributed (python3-torch)"; exit 77
+fi
 if [[ $(id -u) -ne 0 ]]; then echo "SKIP: needs root for ip netns"; exit 77; fi
 command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
 command -v python3 >/dev/null || { echo "SKIP: python3 missing (reads the JSON)"; exit 77; }
@@ -30,6 +38,8 @@ run_id=netns-status-$$
 # the slowed rank does several times the others' own work).
 sizes=(--input-dim 128 --hidden 256 --layers 3 --classes 4 --samples 8192 --batch-size 32
        --steps 1000000 --optimizer sgd)
+program=("$train" "${sizes[@]}")
+[[ -n $script ]] && program=(/usr/bin/python3 "$script" --steps 0 --hidden 256)
 common=(--use_cpu --num_machines 2 --num_processes 4 --main_process_ip "$addr0"
         --main_process_port "$port" --rdzv_timeout 60 --run_id "$run_id" --hang_timeout 0
         --status_interval "$interval" --straggler_window "$window" --straggler_threshold 1)
@@ -37,8 +47,10 @@ common=(--use_cpu --num_machines 2 --num_processes 4 --main_process_ip "$addr0"
 job_started=$SECONDS
 for m in 0 1; do
   ns_var=ns$m
-  timeout -s KILL 240 ip netns exec "${!ns_var}" "$launcher" "${common[@]}" --machine_rank $m \
-    --log_dir "$work/logs$m" --rdzv_token_file "$work/token" "$train" "${sizes[@]}" \
+  veth_var=veth$m  # torch's gloo binds where the host name resolves (loopback): name the link
+  timeout -s KILL 240 ip netns exec "${!ns_var}" env GLOO_SOCKET_IFNAME="${!veth_var}" \
+    "$launcher" "${common[@]}" --machine_rank $m \
+    --log_dir "$work/logs$m" --rdzv_token_file "$work/token" "${program[@]}" \
     >"$work/m$m.log" 2>&1 &
   eval "pid$m=\$!"
 done
@@ -71,6 +83,16 @@ while (( SECONDS < deadline )); do
 done
 [[ $counts == "4 4" ]] || fail "status --json on machine 1 never listed 4 ranks with steps (got '$counts'): $(cat "$work/status.err")"
 echo "status --json on machine 1: 4 ranks, all stepping"
+if [[ -n $script ]]; then  # the live line (a plain line every 5 s in a pipe) shows their steps
+  for _ in $(seq 24); do
+    grep -qE "status: .*step [0-9]+" "$work/m0.log" && break
+    sleep 0.5
+  done
+  grep -E "status: " "$work/m0.log" | tail -n 1
+  grep -qE "status: .*step [0-9]+" "$work/m0.log" || fail "the live line never showed steps"
+  status1 --json | python3 -c 'import json,sys; r=json.load(sys.stdin)["ranks"];
+assert all(x["steps_per_s"] > 0 for x in r), r' || fail "status --json shows no steps/s"
+fi
 status1 >"$work/table.txt" || fail "status (table) on machine 1 failed"
 cat "$work/table.txt"
 

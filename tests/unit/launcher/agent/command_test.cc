@@ -39,6 +39,7 @@ TEST_F(CommandTest, APythonScriptRunsUnderThePythonFromPath) {
   ASSERT_TRUE(command.ok()) << command.status();
   EXPECT_EQ(command->path, python_);
   EXPECT_THAT(command->argv, ElementsAre("python3", script_, "--lr", "1"));
+  EXPECT_TRUE(command->python);
 }
 
 TEST_F(CommandTest, AConfiguredInterpreterRunsIt) {
@@ -56,6 +57,7 @@ TEST_F(CommandTest, DashMRunsAModule) {
   ASSERT_TRUE(command.ok()) << command.status();
   EXPECT_EQ(command->path, python_);
   EXPECT_THAT(command->argv, ElementsAre("python3", "-m", "pkg.train", "--x"));
+  EXPECT_TRUE(command->python);
 }
 
 TEST_F(CommandTest, NoPythonExecsTheScriptAsItIs) {
@@ -69,6 +71,10 @@ TEST_F(CommandTest, NoPythonExecsTheScriptAsItIs) {
   ASSERT_TRUE(command.ok()) << command.status();
   EXPECT_EQ(command->path, script_);
   EXPECT_THAT(command->argv, ElementsAre(script_));
+  EXPECT_FALSE(command->python);  // --no_python: exactly as before, no progress module
+  command = Resolve({"python3", script_}, options);
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_FALSE(command->python);
 }
 
 TEST_F(CommandTest, RunPathRunsAnyFileUnderPython) {
@@ -78,6 +84,7 @@ TEST_F(CommandTest, RunPathRunsAnyFileUnderPython) {
   auto command = Resolve({file}, options);
   ASSERT_TRUE(command.ok()) << command.status();
   EXPECT_THAT(command->argv, ElementsAre("python3", file));
+  EXPECT_TRUE(command->python);
 }
 
 TEST_F(CommandTest, OtherProgramsAreExecedDirectly) {
@@ -85,6 +92,11 @@ TEST_F(CommandTest, OtherProgramsAreExecedDirectly) {
   ASSERT_TRUE(command.ok()) << command.status();
   EXPECT_EQ(command->path, tool_);
   EXPECT_THAT(command->argv, ElementsAre("tool", "a"));
+  EXPECT_FALSE(command->python);
+  command = Resolve({"python3", script_});  // `accel-launch python3 train.py`
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_EQ(command->path, python_);
+  EXPECT_TRUE(command->python);
 }
 
 TEST_F(CommandTest, WhatCannotRunIsNamed) {

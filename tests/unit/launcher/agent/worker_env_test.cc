@@ -66,7 +66,7 @@ TEST(WorkerEnvTest, MultiMachineCpuWorkerGetsTheExactContract) {
   rdzv.attempt = 1;
   const std::vector<std::string> base = {"PATH=/bin", "RANK=99", "ACCEL_STORE_ENDPOINT=stale",
                                          "HOME=/root", "KMP_BLOCKTIME=50"};
-  const Env env = ToMap(WorkerEnv(plan, rdzv, 1, WorkerFiles{"/tmp/e.json", "/tmp/p"}, base));
+  const Env env = ToMap(WorkerEnv(plan, rdzv, 1, WorkerFiles{"/tmp/e.json", "/tmp/p", ""}, base));
   const Env want = With(kDynamo, {
                                      {"PATH", "/bin"},
                                      {"HOME", "/root"},
@@ -103,10 +103,32 @@ TEST(WorkerEnvTest, MultiMachineCpuWorkerGetsTheExactContract) {
   EXPECT_EQ(env, want);
 }
 
+// A Python worker with a progress file gets the progress module first on PYTHONPATH, in the
+// form its sitecustomize undoes: the program's own PYTHONPATH (even an empty one) follows.
+TEST(WorkerEnvTest, PythonWorkersGetTheProgressModuleFirstOnTheirPythonPath) {
+  Config c;
+  c.num_processes = 2;
+  c.use_cpu = true;
+  const LaunchPlan plan = Plan(c, 0);
+  const RendezvousResult rdzv;
+  const WorkerFiles python{"/e", "/p", "/run/python"};
+  EXPECT_EQ(ToMap(WorkerEnv(plan, rdzv, 0, python, {})).at("PYTHONPATH"), "/run/python");
+  EXPECT_EQ(ToMap(WorkerEnv(plan, rdzv, 0, python, {"PYTHONPATH=/mine:/other"})).at("PYTHONPATH"),
+            "/run/python:/mine:/other");
+  EXPECT_EQ(ToMap(WorkerEnv(plan, rdzv, 0, python, {"PYTHONPATH="})).at("PYTHONPATH"),
+            "/run/python:");
+  // No module (not Python, or python_progress off), or no progress file: untouched.
+  for (const WorkerFiles& files : {WorkerFiles{"/e", "/p", ""}, WorkerFiles{"/e", "", "/py"}}) {
+    EXPECT_EQ(ToMap(WorkerEnv(plan, rdzv, 0, files, {})).count("PYTHONPATH"), 0u);
+    EXPECT_EQ(ToMap(WorkerEnv(plan, rdzv, 0, files, {"PYTHONPATH=/mine"})).at("PYTHONPATH"),
+              "/mine");
+  }
+}
+
 TEST(WorkerEnvTest, OneProcessAsAccelerateLaunchGetsNoTorchrunVariables) {
   Config c;  // one process, distributed_type NO: Accelerator() must see NO
   LaunchPlan gpu = Plan(c, 1);
-  const Env env = ToMap(WorkerEnv(gpu, RendezvousResult{}, 0, WorkerFiles{"/e", ""}, {}));
+  const Env env = ToMap(WorkerEnv(gpu, RendezvousResult{}, 0, WorkerFiles{"/e", "", ""}, {}));
   const Env want = With(kDynamo, {{"ACCELERATE_MIXED_PRECISION", "no"},
                                   {"ACCELERATE_USE_CPU", "False"},
                                   {"OMP_NUM_THREADS", "1"},
@@ -117,7 +139,7 @@ TEST(WorkerEnvTest, OneProcessAsAccelerateLaunchGetsNoTorchrunVariables) {
   c.use_cpu = true;
   LaunchPlan cpu = Plan(c, 0);
   cpu.physical_cores = 2;
-  const Env on_cpu = ToMap(WorkerEnv(cpu, RendezvousResult{}, 0, WorkerFiles{"/e", ""}, {}));
+  const Env on_cpu = ToMap(WorkerEnv(cpu, RendezvousResult{}, 0, WorkerFiles{"/e", "", ""}, {}));
   EXPECT_EQ(on_cpu.at("ACCELERATE_USE_CPU"), "True");
   EXPECT_EQ(on_cpu.at("OMP_NUM_THREADS"), "2");  // accelerate: physical cores / local processes
   for (const char* absent : {"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
@@ -133,7 +155,7 @@ TEST(WorkerEnvTest, OneProcessOnATorchrunCommandLineGetsTorchrunsVariables) {
   plan.torchrun_env = plan.torchrun_style = true;
   RendezvousResult rdzv;
   rdzv.master_port = 29555;
-  const Env env = ToMap(WorkerEnv(plan, rdzv, 0, WorkerFiles{"/e", ""}, {}));
+  const Env env = ToMap(WorkerEnv(plan, rdzv, 0, WorkerFiles{"/e", "", ""}, {}));
   EXPECT_EQ(env.at("RANK"), "0");
   EXPECT_EQ(env.at("WORLD_SIZE"), "1");
   EXPECT_EQ(env.at("MASTER_ADDR"), "127.0.0.1");
@@ -148,8 +170,8 @@ TEST(WorkerEnvTest, MultiGpuWorkersGetNoUseCpuAsAccelerateLaunchesThem) {
   c.mixed_precision = MixedPrecision::kFp16;
   c.gpu_ids = "1,3";
   LaunchPlan plan = Plan(c, 4);
-  const Env env = ToMap(
-      WorkerEnv(plan, RendezvousResult{}, 1, WorkerFiles{"/e", ""}, {"CUDA_VISIBLE_DEVICES=0,1"}));
+  const Env env = ToMap(WorkerEnv(plan, RendezvousResult{}, 1, WorkerFiles{"/e", "", ""},
+                                  {"CUDA_VISIBLE_DEVICES=0,1"}));
   EXPECT_EQ(env.count("ACCELERATE_USE_CPU"), 0u);
   EXPECT_EQ(env.at("ACCELERATE_MIXED_PRECISION"), "fp16");
   EXPECT_EQ(env.at("CUDA_VISIBLE_DEVICES"), "1,3");
@@ -164,13 +186,13 @@ TEST(WorkerEnvTest, GradientAccumulationIsExportedOnlyWhenAskedAndTheUsersOwnPas
   c.use_cpu = true;
   c.gradient_accumulation_steps = 1;
   LaunchPlan plan = Plan(c, 0);
-  Env env = ToMap(WorkerEnv(plan, RendezvousResult{}, 0, WorkerFiles{"/e", ""}, {}));
+  Env env = ToMap(WorkerEnv(plan, RendezvousResult{}, 0, WorkerFiles{"/e", "", ""}, {}));
   EXPECT_EQ(env.count("ACCELERATE_GRADIENT_ACCUMULATION_STEPS"), 0u);
-  env = ToMap(WorkerEnv(plan, RendezvousResult{}, 0, WorkerFiles{"/e", ""},
+  env = ToMap(WorkerEnv(plan, RendezvousResult{}, 0, WorkerFiles{"/e", "", ""},
                         {"ACCELERATE_GRADIENT_ACCUMULATION_STEPS=8"}));
   EXPECT_EQ(env.at("ACCELERATE_GRADIENT_ACCUMULATION_STEPS"), "8");  // as accelerate launch
   plan.set_gradient_accumulation = true;
-  env = ToMap(WorkerEnv(plan, RendezvousResult{}, 0, WorkerFiles{"/e", ""},
+  env = ToMap(WorkerEnv(plan, RendezvousResult{}, 0, WorkerFiles{"/e", "", ""},
                         {"ACCELERATE_GRADIENT_ACCUMULATION_STEPS=8"}));
   EXPECT_EQ(env.at("ACCELERATE_GRADIENT_ACCUMULATION_STEPS"), "1");
 }
@@ -182,7 +204,7 @@ TEST(WorkerEnvTest, OmpThreadsFollowTheOptionThenTheEnvironmentThenThePeersDefau
   LaunchPlan plan = Plan(c, 0);
   plan.physical_cores = 2;
   auto omp = [&](const std::vector<std::string>& base) {
-    return ToMap(WorkerEnv(plan, RendezvousResult{}, 0, WorkerFiles{"/e", ""}, base))
+    return ToMap(WorkerEnv(plan, RendezvousResult{}, 0, WorkerFiles{"/e", "", ""}, base))
         .at("OMP_NUM_THREADS");
   };
   EXPECT_EQ(omp({}), "1");                     // 2 physical cores / 2 processes
@@ -204,7 +226,7 @@ TEST(WorkerEnvTest, DynamoRoleAndAffinityAreTheUsersSettings) {
   c.enable_cpu_affinity = true;
   LaunchPlan plan = Plan(c, 0);
   plan.role_name = "trainer";
-  const Env env = ToMap(WorkerEnv(plan, RendezvousResult{}, 0, WorkerFiles{"/e", ""}, {}));
+  const Env env = ToMap(WorkerEnv(plan, RendezvousResult{}, 0, WorkerFiles{"/e", "", ""}, {}));
   EXPECT_EQ(env.at("ACCELERATE_DYNAMO_BACKEND"), "INDUCTOR");
   EXPECT_EQ(env.at("ACCELERATE_DYNAMO_MODE"), "max-autotune");
   EXPECT_EQ(env.at("ACCELERATE_DYNAMO_USE_FULLGRAPH"), "True");

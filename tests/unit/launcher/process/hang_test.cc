@@ -32,7 +32,7 @@ struct FakeProc {
 class HangDetectorTest : public ::testing::Test {
  protected:
   HangDetectorTest() : hang_(3, "node3", proc_.sampler(), absl::Seconds(1), 0.05) {
-    for (pid_t pid : {100, 101}) proc_.trees[pid] = ProcessTreeSample{true, false, 0};
+    for (pid_t pid : {100, 101}) proc_.trees[pid] = ProcessTreeSample{true, false, 0, 0};
   }
   void Sample(absl::Time now) {
     hang_.Sample(now, [this](int rank) { return bytes_[rank]; });
@@ -118,6 +118,32 @@ TEST_F(HangDetectorTest, OutputIsActivityAndAStoppedRankNeverIs) {
   hang_.Forget(0);
   hang_.Forget(1);
   EXPECT_EQ(hang_.IdleFor(t0_), absl::InfiniteDuration());  // nothing watched: never hung
+}
+
+// A spinning rank uses CPU (active) but does not advance; samples and I/O bytes advance a rank
+// without making it active, and the first record read is neither.
+TEST_F(HangDetectorTest, CpuIsActivityNotAnAdvanceSamplesAndBytesAreAdvances) {
+  const std::string p0 = temp_.path() + "/p0";
+  WriteWords(p0, {1, 2, 2, 0, 0, 0});
+  hang_.Watch(0, 100, p0, t0_);
+  hang_.Watch(1, 101, "", t0_);
+  const double hz = ClockTicksPerSecond();
+  for (int i = 1; i <= 40; ++i) {  // rank 1 spins: a whole core for 4 s
+    proc_.trees[101].cpu_ticks = static_cast<std::uint64_t>(i * 0.1 * hz);
+    Sample(t0_ + absl::Milliseconds(100 * i));
+  }
+  const absl::Time t4 = t0_ + absl::Seconds(4);
+  EXPECT_LT(hang_.IdleFor(t4), absl::Milliseconds(1));
+  EXPECT_EQ(hang_.StalledFor(t4), absl::Seconds(4));
+  WriteWords(p0, {1, 2, 2, 0, 64, 0});  // samples only: an advance, no activity
+  Sample(t0_ + absl::Seconds(5));
+  proc_.trees[101].io_bytes = 4096;  // rank 1 wrote a checkpoint
+  Sample(t0_ + absl::Seconds(6));
+  std::vector<RankSnapshot> ranks = hang_.Snapshots(t0_ + absl::Seconds(7));
+  EXPECT_EQ(ranks[0].stalled_for, absl::Seconds(2));
+  EXPECT_EQ(ranks[0].idle_for, absl::Seconds(7));
+  EXPECT_EQ(ranks[1].stalled_for, absl::Seconds(1));
+  EXPECT_EQ(hang_.StalledFor(t0_ + absl::Seconds(7)), absl::Seconds(1));
 }
 
 }  // namespace

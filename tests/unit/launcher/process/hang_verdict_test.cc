@@ -87,12 +87,14 @@ TEST(HangVerdictTest, SnapshotsAndVerdictsSurviveTheirEncoding) {
                                      Rank(1, 1, absl::Seconds(2), std::nullopt)};
   ranks[1].stopped = true;
   ranks[1].host = "tab\there";
+  ranks[0].stalled_for = absl::Milliseconds(2500);
   auto decoded = DecodeSnapshots(EncodeSnapshots(ranks));
   ASSERT_TRUE(decoded.has_value());
   ASSERT_EQ(decoded->size(), 2u);
   EXPECT_EQ((*decoded)[0].progress, ranks[0].progress);
   EXPECT_TRUE((*decoded)[0].progress->has_collectives);
   EXPECT_EQ((*decoded)[0].idle_for, absl::Milliseconds(1500));
+  EXPECT_EQ((*decoded)[0].stalled_for, absl::Milliseconds(2500));
   EXPECT_EQ((*decoded)[1].host, "tab here");
   EXPECT_FALSE((*decoded)[1].progress.has_value());
   EXPECT_TRUE((*decoded)[1].stopped);
@@ -108,6 +110,37 @@ TEST(HangVerdictTest, SnapshotsAndVerdictsSurviveTheirEncoding) {
   EXPECT_EQ(back->others, v.others);
   EXPECT_EQ(DescribeVerdict(*back), DescribeVerdict(v));
   EXPECT_FALSE(DecodeVerdict("garbage").has_value());
+
+  // A busy verdict (the stall rule) keeps its wording through the store.
+  std::vector<RankSnapshot> stalled = {Rank(0, 0, absl::Seconds(6), Counts(4, 9, 8)),
+                                       Rank(1, 1, absl::ZeroDuration(), Counts(4, 8, 8))};
+  ASSERT_TRUE(StalledInCollective(stalled));
+  HangVerdict busy = DiagnoseHang(stalled, absl::Seconds(6), /*busy=*/true);
+  auto busy_back = DecodeVerdict(EncodeVerdict(busy));
+  ASSERT_TRUE(busy_back.has_value());
+  EXPECT_TRUE(busy_back->busy);
+  EXPECT_EQ(DescribeVerdict(*busy_back), DescribeVerdict(busy));
+  EXPECT_THAT(DescribeVerdict(busy), HasSubstr("it kept running, but no rank advanced for 6.0 s"));
+}
+
+// The stall rule's evidence, case by case: every rank reports collectives, one is inside the
+// latest collective, one never started it.
+TEST(HangVerdictTest, StalledInCollectiveNeedsAWaiterAndARankBehind) {
+  const absl::Duration s = absl::Seconds(1);
+  EXPECT_TRUE(
+      StalledInCollective({Rank(0, 0, s, Counts(1, 5, 4)), Rank(1, 0, s, Counts(1, 4, 4))}));
+  // A rank behind but still inside an older collective: the others wait in 5, it is in 4.
+  EXPECT_TRUE(
+      StalledInCollective({Rank(0, 0, s, Counts(1, 5, 4)), Rank(1, 0, s, Counts(1, 4, 3))}));
+  // All in the same collective (a slow one, or a deadlock the counts cannot tell apart).
+  EXPECT_FALSE(
+      StalledInCollective({Rank(0, 0, s, Counts(1, 5, 4)), Rank(1, 0, s, Counts(1, 5, 4))}));
+  // Nobody waits: the leader completed collective 5 and works outside collectives.
+  EXPECT_FALSE(
+      StalledInCollective({Rank(0, 0, s, Counts(1, 5, 5)), Rank(1, 0, s, Counts(1, 4, 4))}));
+  // A rank without collective counts (a program that reports none).
+  EXPECT_FALSE(StalledInCollective({Rank(0, 0, s, Counts(1, 5, 4)), Rank(1, 0, s, std::nullopt)}));
+  EXPECT_FALSE(StalledInCollective({}));
 }
 
 }  // namespace

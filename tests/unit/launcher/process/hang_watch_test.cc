@@ -2,10 +2,14 @@
 // (a fake JobProgress stands for the other machines and the store).
 #include "launcher/process/hang_watch.h"
 
+#include <fstream>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/files.h"
 
 namespace accel::launcher {
 namespace {
@@ -14,15 +18,18 @@ using ::testing::HasSubstr;
 
 class FakeJobProgress : public JobProgress {
  public:
-  void Publish(std::vector<RankSnapshot> ranks, absl::Duration, absl::Time) override {
+  void Publish(std::vector<RankSnapshot> ranks, absl::Duration, absl::Duration,
+               absl::Time) override {
     published = std::move(ranks);
   }
   absl::Duration JobIdleFor(absl::Time) const override { return job_idle; }
+  absl::Duration JobStalledFor(absl::Time) const override { return job_stalled; }
   std::vector<RankSnapshot> OtherRanks(absl::Time) const override { return others; }
   void Propose(const HangVerdict& verdict) override { proposed = verdict; }
   std::optional<HangVerdict> Settled() const override { return settled; }
 
   absl::Duration job_idle = absl::InfiniteDuration();
+  absl::Duration job_stalled = absl::InfiniteDuration();
   std::vector<RankSnapshot> others;
   std::vector<RankSnapshot> published;
   std::optional<HangVerdict> proposed;
@@ -36,11 +43,21 @@ HangWatchOptions Options(int machine) {
   o.hang_timeout = absl::Seconds(5);
   o.settle_timeout = absl::Seconds(1);
   o.remote_wait = absl::Seconds(3);
-  o.sample_tree = [](pid_t) { return ProcessTreeSample{true, false, 0}; };  // idle
+  o.sample_tree = [](pid_t) { return ProcessTreeSample{true, false, 0, 0}; };  // idle
   return o;
 }
 
 const absl::Time t0 = absl::FromUnixSeconds(1000);
+
+// Writes a progress record (step 10) with these collective counts.
+void WriteRecord(const std::string& path, std::uint64_t started, std::uint64_t done) {
+  std::string bytes;
+  for (std::uint64_t w :
+       {std::uint64_t{10}, started, done, std::uint64_t{0}, std::uint64_t{0}, std::uint64_t{0}}) {
+    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>(w >> (8 * i)));
+  }
+  std::ofstream(path, std::ios::binary) << bytes;
+}
 auto NoOutput = [](int) -> std::uint64_t { return 0; };
 
 TEST(HangWatchTest, OneMachineEndsTheAttemptAfterTheTimeout) {
@@ -109,6 +126,64 @@ TEST(HangWatchTest, AnUnsettledProposalFallsBackToThisMachinesVerdict) {
   EXPECT_EQ(watch.Check(t0 + absl::Seconds(6.5), NoOutput), HangWatch::Action::kNone);
   EXPECT_EQ(watch.Check(t0 + absl::Seconds(7), NoOutput), HangWatch::Action::kEndLocal);
   EXPECT_EQ(watch.verdict().rank, 2);
+}
+
+// A rank with collective counts, for the stall rule.
+RankSnapshot Counted(int rank, int machine, std::uint64_t started, std::uint64_t done) {
+  RankSnapshot r;
+  r.rank = rank;
+  r.machine_rank = machine;
+  progress::Record p;
+  p.step = 10;
+  p.collectives_started = started;
+  p.collectives_done = done;
+  p.has_collectives = true;
+  r.progress = p;
+  return r;
+}
+
+// Rank 3 on machine 1 spins (uses CPU, so the job is never idle) while the others wait in
+// collective 21, which it never started: no rank advanced for the timeout, so it is named.
+TEST(HangWatchTest, ARankSpinningOutsideTheCollectiveOthersWaitInIsNamed) {
+  FakeJobProgress job;
+  job.job_idle = absl::Seconds(1);  // rank 3 uses CPU
+  job.job_stalled = absl::Seconds(5);
+  job.others = {Counted(2, 1, 21, 20), Counted(3, 1, 20, 20)};
+  const accel::testing::TempDir temp;
+  const std::string path = temp.path() + "/progress";
+  WriteRecord(path, 21, 20);
+  HangWatch watch(Options(0), &job);
+  watch.Watch(0, 100, path, t0);
+  EXPECT_EQ(watch.Check(t0 + absl::Seconds(5), NoOutput), HangWatch::Action::kNone);
+  ASSERT_TRUE(job.proposed.has_value());
+  EXPECT_EQ(job.proposed->rank, 3);
+  EXPECT_TRUE(job.proposed->busy);
+  EXPECT_FALSE(job.proposed->inferred);
+  EXPECT_THAT(DescribeVerdict(*job.proposed),
+              HasSubstr("hang: rank 3 (machine 1) did not reach collective 21 (it completed "
+                        "collective 20 and started no other, at step 10); it kept running, but "
+                        "no rank advanced for 5.0 s"));
+}
+
+// The same stall is no hang while some rank's counts do not show one: every rank inside the same
+// collective (a slow collective), or a rank that reports no collectives.
+TEST(HangWatchTest, AStallWithoutCollectiveEvidenceIsNoHang) {
+  for (const std::vector<RankSnapshot>& others :
+       {std::vector<RankSnapshot>{Counted(2, 1, 21, 20), Counted(3, 1, 21, 20)},
+        std::vector<RankSnapshot>{Counted(2, 1, 21, 20), RankSnapshot{}}}) {
+    FakeJobProgress job;
+    job.job_idle = absl::Seconds(1);
+    job.job_stalled = absl::Seconds(60);
+    job.others = others;
+    job.others.back().rank = 3;
+    const accel::testing::TempDir temp;
+    const std::string path = temp.path() + "/progress";
+    WriteRecord(path, 21, 20);
+    HangWatch watch(Options(0), &job);
+    watch.Watch(0, 100, path, t0);
+    EXPECT_EQ(watch.Check(t0 + absl::Seconds(60), NoOutput), HangWatch::Action::kNone);
+    EXPECT_FALSE(job.proposed.has_value());
+  }
 }
 
 }  // namespace

@@ -20,6 +20,13 @@ TEST(ProcStatTest, ParsesStateAndCpuTimeAfterAnAwkwardName) {
   EXPECT_FALSE(ParseProcStat("4242 (x) S 1 2").has_value());
 }
 
+TEST(ProcStatTest, ParsesTheBytesReadAndWritten) {
+  EXPECT_EQ(ParseProcIo("rchar: 6976\nwchar: 24\nsyscr: 10\nsyscw: 2\nread_bytes: 4096\n"),
+            6976u + 24u);
+  EXPECT_FALSE(ParseProcIo("").has_value());
+  EXPECT_FALSE(ParseProcIo("syscr: 10\n").has_value());
+}
+
 TEST(ProcStatTest, ReadsThisProcess) {
   auto stat = ReadProcStat(::getpid());
   ASSERT_TRUE(stat.has_value());
@@ -27,6 +34,7 @@ TEST(ProcStatTest, ReadsThisProcess) {
   const ProcessTreeSample tree = SampleProcessTree(::getpid());
   EXPECT_TRUE(tree.alive);
   EXPECT_FALSE(tree.stopped);
+  EXPECT_GT(tree.io_bytes, 0u);  // it read its own /proc files at least
   EXPECT_FALSE(SampleProcessTree(-1).alive);
   EXPECT_GT(ClockTicksPerSecond(), 0);
 }

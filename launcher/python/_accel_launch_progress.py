@@ -1,0 +1,378 @@
+"""The progress record of a Python worker under accel-launch, written without touching the script.
+
+sitecustomize.py (beside this file) calls watch(path) at interpreter start when the launcher set
+ACCEL_PROGRESS_FILE. Nothing happens until the program imports torch; then this module keeps the
+same record libaccel keeps (common/progress_record.h: six little-endian 64-bit words in a shared
+mapping, each stored whole):
+  0 optimizer steps      every Optimizer.step (torch >= 2.0: the global step post-hook; 1.13: the
+                         profiler's per-step entry point, Optimizer._optimizer_step_code); an
+                         optimizer that wraps another (accelerate's, ZeRO's) is counted once;
+  1 collectives started  torch.distributed's collectives (the outermost call: all_gather_object's
+  2 collectives done     inner all_gather is not counted again), DDP's parameter broadcasts, and
+                         each DDP gradient synchronisation (one per backward that syncs: its
+                         buckets' all-reduces together; DDP's own path is left as it is);
+  3 wait nanoseconds     time the program was blocked in communication: a blocking collective
+                         from call to return, and DDP from the end of backward's compute until
+                         it has its gradients (an async_op collective is counted, not timed:
+                         the program computes meanwhile);
+  4 samples              the first dimension of each batch a torch DataLoader handed out;
+  5 wait since           CLOCK_MONOTONIC nanoseconds when the wait in progress began, 0 = none.
+One process owns a record: the first to take an exclusive flock on the file. A process forked
+from it, or a Python process it starts, writes nothing. Nothing is printed; any failure here
+turns the record off and leaves the program as it was.
+"""
+import functools
+import os
+import sys
+import threading
+import time
+
+_STEP, _STARTED, _DONE, _WAIT_NS, _SAMPLES, _WAIT_SINCE = range(6)
+_WORDS = 6
+
+# torch.distributed's collectives (every rank of the group calls them, in the same order).
+# Point-to-point calls (send, recv, isend, irecv, batch_isend_irecv) are not collectives.
+_COLLECTIVES = (
+    "all_reduce", "all_reduce_coalesced", "all_reduce_multigpu", "all_gather",
+    "all_gather_into_tensor", "all_gather_coalesced", "all_gather_multigpu", "all_gather_object",
+    "_all_gather_base", "broadcast", "broadcast_multigpu", "broadcast_object_list", "reduce",
+    "reduce_multigpu", "reduce_scatter", "reduce_scatter_tensor", "reduce_scatter_multigpu",
+    "_reduce_scatter_base", "all_to_all", "all_to_all_single", "gather", "gather_object",
+    "scatter", "scatter_object_list", "barrier", "monitored_barrier", "_broadcast_coalesced")
+
+
+class _Record:
+    """The mapped record and the counts behind it. Thread-safe (one lock)."""
+
+    def __init__(self, path):
+        import ctypes
+        import fcntl
+        import mmap
+
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another process owns it: raises
+            os.ftruncate(fd, 0)
+            os.ftruncate(fd, _WORDS * 8)
+            self._map = mmap.mmap(fd, _WORDS * 8, mmap.MAP_SHARED,
+                                  mmap.PROT_READ | mmap.PROT_WRITE)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd  # held open: the lock lasts as long as the process
+        # A ctypes store of an aligned 64-bit word is one machine store: a reader sees it old or
+        # new, as libaccel's atomic stores.
+        self._words = (ctypes.c_uint64 * _WORDS).from_buffer(self._map)
+        self._lock = threading.Lock()
+        self._counts = [0] * _WORDS
+        self._waiting = 0
+        self._since = 0
+        self.live = True
+        os.register_at_fork(after_in_child=self._forked)
+
+    def _forked(self):
+        self.live = False  # the parent's record; the child's work is not the rank's
+
+    def _add(self, word, n=1):
+        self._counts[word] += n
+        self._words[word] = self._counts[word]
+
+    def _begin_wait(self):
+        self._waiting += 1
+        if self._waiting == 1:
+            self._since = time.monotonic_ns()
+            self._words[_WAIT_SINCE] = self._since
+
+    def _end_wait(self):
+        if self._waiting > 0:
+            self._waiting -= 1
+            if self._waiting == 0:
+                self._words[_WAIT_SINCE] = 0
+                self._add(_WAIT_NS, time.monotonic_ns() - self._since)
+
+    def step(self):
+        if self.live:
+            with self._lock:
+                self._add(_STEP)
+
+    def started(self, timed):
+        if self.live:
+            with self._lock:
+                if timed:
+                    self._begin_wait()
+                self._add(_STARTED)
+
+    def done(self, timed):
+        if self.live:
+            with self._lock:
+                if timed:
+                    self._end_wait()
+                self._add(_DONE)
+
+    def samples(self, n):
+        if self.live and n > 0:
+            with self._lock:
+                self._add(_SAMPLES, n)
+
+
+_record = None
+_tls = threading.local()  # .depth: collectives entered on this thread
+
+
+# --- optimizer steps --------------------------------------------------------------------------
+
+def _wraps_another(optimizer, optimizer_type):
+    for name in ("optimizer", "optim"):
+        if isinstance(getattr(optimizer, name, None), optimizer_type):
+            return True
+    return False
+
+
+def _count_steps(torch):
+    optimizer_module = sys.modules["torch.optim.optimizer"]
+    Optimizer = optimizer_module.Optimizer
+    register = getattr(optimizer_module, "register_optimizer_step_post_hook", None)
+    if register is not None:  # torch >= 2.0
+        def post_hook(optimizer, args, kwargs):
+            if not _wraps_another(optimizer, Optimizer):
+                _record.step()
+
+        register(post_hook)
+        return
+    # torch 1.13: Optimizer.__init__ wraps each optimizer class's step so that every step ends in
+    # self._optimizer_step_code(), an empty method kept for the profiler.
+    original = Optimizer._optimizer_step_code
+
+    @functools.wraps(original)
+    def _optimizer_step_code(self):
+        if not _wraps_another(self, Optimizer):
+            _record.step()
+        return original(self)
+
+    Optimizer._optimizer_step_code = _optimizer_step_code
+
+
+# --- torch.distributed collectives ------------------------------------------------------------
+
+def _async_index(fn):
+    import inspect
+
+    try:
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return None
+    return params.index("async_op") if "async_op" in params else None
+
+
+def _wrap_collective(fn):
+    index = _async_index(fn)
+
+    @functools.wraps(fn)
+    def collective(*args, **kwargs):
+        if getattr(_tls, "depth", 0) or not _record.live:
+            return fn(*args, **kwargs)  # inside another collective, or a forked child
+        if index is not None and (kwargs.get("async_op") or
+                                  (len(args) > index and args[index])):
+            _record.started(False)
+            _tls.depth = 1
+            try:
+                work = fn(*args, **kwargs)
+            except BaseException:
+                _record.done(False)
+                raise
+            finally:
+                _tls.depth = 0
+            _count_when_done(work)
+            return work
+        _record.started(True)
+        _tls.depth = 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _tls.depth = 0
+            _record.done(True)
+
+    return collective
+
+
+def _count_when_done(work):
+    try:
+        work.get_future().then(lambda _: _record.done(False))
+    except Exception:  # no work (this rank is not in the group) or no future: done now
+        _record.done(False)
+
+
+def _count_collectives(dist):
+    c10d = sys.modules.get("torch.distributed.distributed_c10d")
+    for name in _COLLECTIVES:
+        fn = getattr(dist, name, None)
+        if fn is None or not callable(fn):
+            continue
+        wrapped = _wrap_collective(fn)
+        setattr(dist, name, wrapped)
+        if c10d is not None and getattr(c10d, name, None) is fn:
+            setattr(c10d, name, wrapped)  # the object collectives call these by module global
+
+
+# --- DDP's gradient all-reduce ----------------------------------------------------------------
+
+def _first_grad_tensor(torch, output):
+    for _ in range(3):
+        if isinstance(output, torch.Tensor):
+            return output if output.requires_grad else None
+        if isinstance(output, (list, tuple)) and output:
+            output = next((o for o in output if isinstance(o, torch.Tensor) and o.requires_grad),
+                          output[0])
+        elif isinstance(output, dict) and output:
+            output = next(iter(output.values()))
+        else:
+            return None
+    return None
+
+
+class _DdpSync:
+    """One DDP gradient synchronisation (every bucket's all-reduce of one backward) counted as one
+    collective, without touching DDP's own path. A hook on the forward's output, which runs when
+    backward begins, queues a callback on the autograd engine; it runs when backward's compute is
+    done, where the rank starts to depend on its peers (DDP's own end-of-backward callback, queued
+    meanwhile, waits for the buckets next): the collective starts there, and a second callback,
+    queued then, runs once DDP has its gradients: the collective is done, the wait timed."""
+
+    def __init__(self, engine):
+        self._engine = engine
+
+    def hook(self, _grad):
+        try:
+            self._engine.queue_callback(self._backward_done)
+        except Exception:
+            pass
+
+    def _backward_done(self):
+        _record.started(True)
+        try:
+            self._engine.queue_callback(self._synced)
+        except Exception:
+            self._synced()
+
+    def _synced(self):
+        _record.done(True)
+
+
+def _count_ddp(torch):
+    parallel = sys.modules.get("torch.nn.parallel.distributed")
+    if parallel is None:
+        return
+    DDP = parallel.DistributedDataParallel
+    original = DDP.forward
+    sync = _DdpSync(torch.autograd.Variable._execution_engine)
+
+    @functools.wraps(original)
+    def forward(self, *inputs, **kwargs):
+        output = original(self, *inputs, **kwargs)
+        if (_record.live and torch.is_grad_enabled() and
+                getattr(self, "require_backward_grad_sync", False)):
+            tensor = _first_grad_tensor(torch, output)
+            if tensor is not None:
+                tensor.register_hook(sync.hook)
+        return output
+
+    DDP.forward = forward
+
+
+# --- samples ----------------------------------------------------------------------------------
+
+def _batch_size(torch, batch):
+    for _ in range(3):
+        if isinstance(batch, torch.Tensor):
+            return int(batch.shape[0]) if batch.dim() > 0 else 0
+        if isinstance(batch, (list, tuple)) and batch:
+            batch = batch[0]
+        elif isinstance(batch, dict) and batch:
+            batch = next(iter(batch.values()))
+        else:
+            return 0
+    return 0
+
+
+def _count_samples(torch):
+    loader = sys.modules.get("torch.utils.data.dataloader")
+    if loader is None:
+        return
+    base = loader._BaseDataLoaderIter
+    original = base.__next__
+
+    @functools.wraps(original)
+    def __next__(self):
+        batch = original(self)
+        _record.samples(_batch_size(torch, batch))
+        return batch
+
+    base.__next__ = __next__
+
+
+# --- torch's import -----------------------------------------------------------------------------
+
+def _install(torch):
+    dist = sys.modules.get("torch.distributed")
+    _count_steps(torch)
+    _count_samples(torch)
+    if dist is not None and dist.is_available():
+        _count_collectives(dist)
+        _count_ddp(torch)
+
+
+class _Loader:
+    """torch's own loader, then _install once torch's __init__ has run."""
+
+    def __init__(self, real, path):
+        self._real = real
+        self._path = path
+
+    def create_module(self, spec):
+        create = getattr(self._real, "create_module", None)
+        return create(spec) if create is not None else None
+
+    def exec_module(self, module):
+        module.__loader__ = self._real
+        if getattr(module, "__spec__", None) is not None:
+            module.__spec__.loader = self._real
+        self._real.exec_module(module)
+        global _record
+        try:
+            _record = _Record(self._path)
+            _install(module)
+        except Exception:
+            if _record is not None:
+                _record.live = False
+
+
+class _TorchFinder:
+    """A meta path finder that only ever answers for "torch", once."""
+
+    def __init__(self, path):
+        self._path = path
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        try:
+            import importlib.util
+
+            spec = importlib.util.find_spec("torch")
+        except Exception:
+            return None
+        if spec is None or spec.loader is None:
+            return None
+        spec.loader = _Loader(spec.loader, self._path)
+        return spec
+
+
+def watch(path):
+    """Writes the record to `path` once torch is imported (at once if it already is)."""
+    if "torch" in sys.modules:
+        return
+    sys.meta_path.insert(0, _TorchFinder(path))
