@@ -30,7 +30,8 @@ in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HO
   LANG=C.UTF-8 "$@"; }
 
 step "scripts/package"
-ACCEL_PACKAGE_BUILD_DIR=$build/package "$src/scripts/package" "$work/debs"
+# Its own build directory beside this one (same depth: ccache reuses this build's objects).
+ACCEL_PACKAGE_BUILD_DIR=$build-package "$src/scripts/package" "$work/debs"
 ls -l "$work/debs"
 
 step "lintian"
