@@ -192,7 +192,7 @@ def completion(binary):
     ]
     for command in COMMANDS:
         lines.append('_accel_launch_opts_%s="%s"' % (command, " ".join(words[command])))
-    lines.append("complete -o filenames -F _accel_launch accel-launch")
+    lines.append("complete -o default -F _accel_launch accel-launch")
     return "\n".join(lines) + "\n"
 
 
