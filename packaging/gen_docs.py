@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes accel-launch's man page and bash completion from the binary's own --help texts.
 
-  gen_docs.py ACCEL_LAUNCH README.md OUT_MAN OUT_COMPLETION
+  gen_docs.py ACCEL_LAUNCH README.md OUT_MAN OUT_COMPLETION [ACCEL_PREFLIGHT OUT_PREFLIGHT_MAN]
 
 The man page is `accel-launch --help` (synopsis), `accel-launch launch --help` (every option),
 each command's --help (its own options) and the README's exit-code table: nothing is written
@@ -196,10 +196,37 @@ def completion(binary):
     return "\n".join(lines) + "\n"
 
 
+def preflight_page(binary, version):
+    """accel-preflight's page: its usage line (what it prints for bad arguments)."""
+    done = subprocess.run([binary], capture_output=True, text=True, check=False)
+    usage = re.search(r"usage: (.*)", done.stderr)
+    if not usage:
+        sys.exit(f"gen_docs: {binary} printed no usage line")
+    return "\n".join([
+        '.TH ACCEL\\-PREFLIGHT 1 "" "%s" "User Commands"' % roff(version),
+        ".SH NAME",
+        "accel\\-preflight \\- one machine's side of accel\\-launch's network preflight",
+        ".SH SYNOPSIS",
+        ".nf", roff(usage.group(1)), ".fi",
+        ".SH DESCRIPTION",
+        "accel\\-launch starts it on every machine of a job (\\fBaccel\\-launch preflight\\fR, or "
+        "\\fB\\-\\-preflight\\fR before training) to measure bandwidth and latency between every pair "
+        "of machines and an all\\-reduce of the bucket size; it is not meant to be run by hand.",
+        ".SH SEE ALSO",
+        "\\fBaccel\\-launch\\fR(1)",
+    ]) + "\n"
+
+
 def main():
-    if len(sys.argv) != 5:
-        sys.exit("usage: gen_docs.py ACCEL_LAUNCH README.md OUT_MAN OUT_COMPLETION")
-    binary, readme, out_man, out_completion = sys.argv[1:]
+    if len(sys.argv) not in (5, 7):
+        sys.exit("usage: gen_docs.py ACCEL_LAUNCH README.md OUT_MAN OUT_COMPLETION "
+                 "[ACCEL_PREFLIGHT OUT_PREFLIGHT_MAN]")
+    binary, readme, out_man, out_completion = sys.argv[1:5]
+    if len(sys.argv) == 7:
+        version = subprocess.run([binary, "--version"], capture_output=True, text=True,
+                                 check=False).stdout.strip()
+        with open(sys.argv[6], "w", encoding="utf-8") as f:
+            f.write(preflight_page(sys.argv[5], version))
     with open(out_man, "w", encoding="utf-8") as f:
         f.write(man_page(binary, readme))
     with open(out_completion, "w", encoding="utf-8") as f:

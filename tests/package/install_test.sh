@@ -26,6 +26,8 @@ two_machines pkg 215  # sets ns0 ns1 addr0 addr1 work; its EXIT trap calls befor
 root=$work/root
 before_cleanup() { debian_root_cleanup "$root"; }
 step() { echo "== $*"; }
+# deb NAME...: the root's paths of the copied packages NAME_*.deb
+deb() { local p; for p; do echo /tmp/debs/$(basename "$(ls "$root/tmp/debs/${p}"_*.deb)"); done; }
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
   LANG=C.UTF-8 "$@"; }
 
@@ -36,7 +38,7 @@ ls -l "$work/debs"
 
 step "lintian"
 # Errors fail the test; warnings are printed (README "Installing on a cluster").
-lintian --fail-on error --no-tag-display-limit "$work/debs"/*.deb
+lintian --fail-on error --tag-display-limit 0 "$work/debs"/*.deb
 
 step "a clean Debian 12 root"
 if ! debian_root "$root"; then echo "SKIP: no Debian 12 root (debootstrap failed: mirror unreachable?)"; exit 77; fi
@@ -50,8 +52,8 @@ for p in g++ cmake libtorch-dev pkg-config; do
 done
 
 step "apt-get install accel-launch, libaccel0, accel-launch-examples (and man-db to read the page)"
-in_root apt-get install -y -qq --no-install-recommends /tmp/debs/accel-launch_*.deb \
-  /tmp/debs/libaccel0_*.deb /tmp/debs/accel-launch-examples_*.deb man-db >"$work/apt.log" 2>&1 ||
+in_root apt-get install -y -qq --no-install-recommends $(deb accel-launch libaccel0 \
+  accel-launch-examples) man-db >"$work/apt.log" 2>&1 ||
   { tail -n 30 "$work/apt.log"; exit 1; }
 for p in g++ cmake libtorch-dev libgrpc++-dev pkg-config; do
   ! in_root dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
@@ -106,7 +108,7 @@ grep -q '"world": 2' "$work/m0.log" || { echo "machine 0: not a world of 2"; cat
 grep -q '"backend": "gloo"' "$work/m0.log" || { echo "machine 0: not Gloo"; cat "$work/m0.log"; exit 1; }
 
 step "apt-get install libaccel-dev cmake g++ make pkg-config; the example project builds and runs"
-in_root apt-get install -y -qq --no-install-recommends /tmp/debs/libaccel-dev_*.deb cmake g++ make \
+in_root apt-get install -y -qq --no-install-recommends $(deb libaccel-dev) cmake g++ make \
   pkg-config >"$work/apt-dev.log" 2>&1 || { tail -n 30 "$work/apt-dev.log"; exit 1; }
 in_root sh -c 'cp -r /usr/share/doc/libaccel-dev/examples/external /tmp/external &&
   cmake -S /tmp/external -B /tmp/external/build -DCMAKE_BUILD_TYPE=Release >/dev/null &&
