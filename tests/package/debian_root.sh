@@ -27,10 +27,28 @@ debian_root_tarball() {
   echo "$tarball"
 }
 
+# debian_root_reap: a run that CTest killed at its timeout (SIGKILL: no EXIT trap) leaves its root
+# mounted and its namespaces behind; the next run removes what belongs to dead processes.
+debian_root_reap() {
+  local f pid ns
+  for f in "$accel_debian_cache"/roots/*; do
+    [[ -e $f ]] || continue
+    pid=${f##*/}
+    kill -0 "$pid" 2>/dev/null && continue
+    debian_root_cleanup "$(cat "$f")"
+    rm -f "$f"
+  done
+  for ns in $(ip netns list 2>/dev/null | sed -n 's/^\(accel_pkg_\([0-9]*\)_[01]\).*/\1 \2/p' |
+      awk '{ print $1 ":" $2 }'); do
+    kill -0 "${ns#*:}" 2>/dev/null || ip netns del "${ns%:*}" 2>/dev/null || true
+  done
+}
+
 debian_root() {
   local dir=$1 tarball
   tarball=$(debian_root_tarball) || return 1
-  mkdir -p "$dir"
+  mkdir -p "$dir" "$accel_debian_cache/roots"
+  echo "$dir" >"$accel_debian_cache/roots/$$"
   tar -C "$dir" -xf "$tarball"
   mkdir -p "$accel_debian_cache/archives/partial"
   mount -t proc proc "$dir/proc"
@@ -51,4 +69,5 @@ debian_root_cleanup() {
     umount -l "$m" 2>/dev/null || true
   done
   rm -rf --one-file-system "$dir"
+  rm -f "$accel_debian_cache/roots/$$"
 }

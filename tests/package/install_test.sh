@@ -22,6 +22,7 @@ done
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/debian_root.sh"
 source "$here/../testing/two_machines.sh"
+debian_root_reap  # what an earlier run killed at its timeout left behind
 two_machines pkg 215  # sets ns0 ns1 addr0 addr1 work; its EXIT trap calls before_cleanup
 root=$work/root
 before_cleanup() { debian_root_cleanup "$root"; }
