@@ -23,15 +23,23 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 t0=$(now)
 scripts/install-deps
 t1=$(now)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+cpu_log=$(mktemp)
 if ((quick)); then
   build_dir=build
-  scripts/build
+  /usr/bin/time -f '%U %S' -o "$cpu_log" scripts/build
 else
+  # Outside the checkout, so the build directory's depth matches nothing in ccache either way.
   build_dir=${ACCEL_COMMAND1_BUILD_DIR:-/tmp/accel-command1-build}
   rm -rf "$build_dir"
-  CCACHE_DISABLE=1 ACCEL_BUILD_DIR="$build_dir" scripts/build
+  CCACHE_DISABLE=1 ACCEL_BUILD_DIR="$build_dir" /usr/bin/time -f '%U %S' -o "$cpu_log" scripts/build
 fi
 t2=$(now)
+# Build steps ninja ran (each line of .ninja_log after the header, the last run of each output)
+# and the CPU-seconds of the whole build (compilers included).
+steps=$(awk 'NR > 1 { last[$4] = 1 } END { print length(last) }' "$build_dir/.ninja_log")
+build_cpu=$(awk '{ printf "%.0f", $1 + $2 }' "$cpu_log")
+rm -f "$cpu_log"
 train=(--samples 60000 --hidden 512 --epochs 20)
 ((quick)) && train=(--samples 600 --hidden 32 --epochs 1)
 "$build_dir/launcher/accel-launch" --config_file configs/default_config.yaml \
@@ -45,6 +53,6 @@ echo
 echo "| step | seconds |"
 echo "|---|---|"
 echo "| scripts/install-deps | $(elapsed "$t0" "$t1") |"
-echo "| scripts/build ($( ((quick)) && echo 'build/, incremental' || echo 'from scratch, no ccache')) | $(elapsed "$t1" "$t2") |"
+echo "| scripts/build ($( ((quick)) && echo 'build/, incremental' || echo 'from scratch, no ccache'); $steps steps, $build_cpu CPU-s, load before: $load_before) | $(elapsed "$t1" "$t2") |"
 echo "| training (${train[*]}) | $(elapsed "$t2" "$t3") |"
 echo "| total | $(elapsed "$t0" "$t3") |"
