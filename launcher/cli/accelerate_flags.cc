@@ -68,7 +68,7 @@ void AddAccelerateOptions(CLI::App* app, const std::string& group, AccelerateFla
                           std::vector<std::string>* value_options) {
   auto add_value = [&](const std::string& name, const std::string& help) {
     const std::string spellings = Spellings(name);
-    app->add_option(spellings, args->values[name], help)
+    args->values[name] = app->add_option(spellings, help)
         ->type_name("VALUE")
         ->expected(1)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
@@ -110,7 +110,7 @@ void TranslateAccelerate(const AccelerateFlagArgs& args, std::vector<FlagValue>*
     auto s = args.switches.find(name);
     auto v = args.values.find(name);
     return (s != args.switches.end() && s->second) ||
-           (v != args.values.end() && !v->second.empty());
+           (v != args.values.end() && v->second->count() > 0);
   };
   const std::pair<const char*, const char*> plugins[] = {
       {"use_fsdp", "FSDP"}, {"use_deepspeed", "DEEPSPEED"}, {"use_megatron_lm", "MEGATRON_LM"}};
@@ -127,8 +127,8 @@ void TranslateAccelerate(const AccelerateFlagArgs& args, std::vector<FlagValue>*
       continue;
     }
     auto it = args.values.find(name);
-    if (it == args.values.end()) continue;
-    for (const std::string& text : it->second) {
+    if (it == args.values.end() || it->second->count() == 0) continue;
+    for (const std::string& text : it->second->results()) {
       flags->push_back({std::string(option.section), absl::StrCat(name, "=", text),
                         absl::StrCat("--", name, " ", text)});
     }

@@ -11,7 +11,6 @@
 #define ACCEL_LAUNCHER_CLI_ACCELERATE_FLAGS_H_
 
 #include <CLI/CLI.hpp>
-#include <deque>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,8 +21,8 @@
 namespace accel::launcher {
 
 struct AccelerateFlagArgs {
-  std::map<std::string, std::vector<std::string>> values;  // option name → texts given
-  std::map<std::string, bool> switches;                    // option name → given
+  std::map<std::string, CLI::Option*> values;  // option name → its CLI11 option (texts given)
+  std::map<std::string, bool> switches;        // option name → given
 };
 
 // Registers the options on `app` (group `group`); appends every name to `names` and the

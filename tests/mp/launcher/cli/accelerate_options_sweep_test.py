@@ -5,7 +5,7 @@ usage: accelerate_options_sweep_test.py ACCEL_LAUNCH OPTIONS_TSV
 
 OPTIONS_TSV (tests/testing/accelerate_env/launch_options.tsv) lists every option spelling of the
 parsers of accelerate 0.15 .. 1.14 (from each release's own launch_command_parser()) and whether
-it takes a value. Each is given to `accel-launch --dry_run OPTION [VALUE] train.py` alone, with a
+it takes a value. Each is given to `accel-launch --dry_run OPTION [VALUE] ./train.py` alone, with a
 plausible value. An option is accepted (exit 0) or refused with a message that says what to do
 instead; "unknown option" or a refusal without "instead" fails the test. Prints one line per
 option and the totals (v1.14's spellings counted apart).
@@ -31,7 +31,7 @@ VALUES = {
     "fsdp_backward_prefetch": "BACKWARD_PRE", "fsdp_backward_prefetch_policy": "BACKWARD_PRE",
     "fsdp_transformer_layer_cls_to_wrap": "BertLayer", "fp8_backend": "TE", "fp8_format": "HYBRID",
     "fp8_amax_compute_algo": "max", "fp8_opt_level": "O2",
-    "fp8_override_linear_precision": "(False, False, False)",
+    "fp8_override_linear_precision": "false,false,true",
     "megatron_lm_recompute_granularity": "full", "megatron_lm_recompute_method": "uniform",
     "megatron_lm_attention_dropout": "0.1", "megatron_lm_hidden_dropout": "0.1",
     "megatron_lm_gradient_clipping": "1.0", "parallelism_config_cp_backend": "torch",
@@ -66,12 +66,14 @@ def main():
     bad, totals = [], {"accepted": 0, "refused": 0}
     newest = {"accepted": 0, "refused": 0, "count": 0}
     with tempfile.TemporaryDirectory() as work:
-        open(os.path.join(work, "train.py"), "w").write("print('hi')\n")
+        train = os.path.join(work, "train.py")
+        open(train, "w").write("#!/bin/sh\necho hi\n")
+        os.chmod(train, 0o755)  # --no_python execs it
         open(os.path.join(work, "config.yaml"), "w").write("num_processes: 1\n")
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work}
         for option, takes_value, releases in rows:
             args = [option] + ([value_for(option)] if takes_value else [])
-            r = subprocess.run([launcher, "--dry_run"] + args + ["train.py"], cwd=work, env=env,
+            r = subprocess.run([launcher, "--dry_run"] + args + ["./train.py"], cwd=work, env=env,
                                capture_output=True, text=True, timeout=60)
             text = (r.stderr + r.stdout).replace("\n", " ")
             if "unknown option" in text or "The following argument" in text:
@@ -89,8 +91,8 @@ def main():
             else:
                 bad.append(f"{' '.join(args)}: {verdict}: {text.strip()[-300:]}")
             newest["count"] += "1.14" in releases
-            print(f"{verdict:9} {' '.join(args)}" +
-                  (f"  -- {r.stderr.strip().splitlines()[0][:150]}" if r.returncode else ""),
+            why = r.stderr.strip().splitlines()[-2:] if r.returncode else []
+            print(f"{verdict:9} {' '.join(args)}" + (f"  -- {' / '.join(why)[:200]}" if why else ""),
                   flush=True)
     for line in bad:
         print("FAIL " + line)
