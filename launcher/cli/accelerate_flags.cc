@@ -69,10 +69,10 @@ void AddAccelerateOptions(CLI::App* app, const std::string& group, AccelerateFla
   auto add_value = [&](const std::string& name, const std::string& help) {
     const std::string spellings = Spellings(name);
     args->values[name] = app->add_option(spellings, help)
-        ->type_name("VALUE")
-        ->expected(1)
-        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-        ->group(group);
+                             ->type_name("VALUE")
+                             ->expected(1)
+                             ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+                             ->group(group);
     names->push_back(name);
     for (const std::string& word :
          {absl::StrCat("--", name), spellings.substr(spellings.rfind(',') + 1)}) {

@@ -2,7 +2,7 @@
 
 cases(version) returns (name, config YAML, launch options) for one accelerate release, each config
 written as that release's `accelerate config` writes it (FSDP sharding strategy as a number before
-0.24, fsdp_backward_prefetch_policy before 0.26, fp8_config from 1.1, parallelism_config from 1.10).
+0.26, fsdp_backward_prefetch_policy before 0.26, fp8_config from 1.1, parallelism_config from 1.10).
 Read by generate_env.py (accelerate's side) and by the C++ test (accel-launch's side, through the
 stored goldens).
 """
@@ -20,7 +20,7 @@ def _yaml(distributed, extra, processes=2, mixed="'no'", cpu="false", machines=1
 
 
 def _fsdp(v, strategy, offload):
-    new = v >= (0, 24)
+    new = v >= (0, 26)  # 0.24 and 0.25 still parse --fsdp_sharding_strategy as an int
     names = {1: "FULL_SHARD", 4: "HYBRID_SHARD"}
     prefetch = "fsdp_backward_prefetch: BACKWARD_PRE" if v >= (0, 26) else \
         "fsdp_backward_prefetch_policy: BACKWARD_PRE"
@@ -75,7 +75,7 @@ def cases(version):
                 "  megatron_lm_use_distributed_optimizer: true\n", processes=4, mixed="bf16"),
                 []))
     out.append(("fsdp_options", _yaml("MULTI_GPU", ""),
-                ["--use_fsdp", "--fsdp_sharding_strategy", "FULL_SHARD" if v >= (0, 24) else "1",
+                ["--use_fsdp", "--fsdp_sharding_strategy", "FULL_SHARD" if v >= (0, 26) else "1",
                  "--fsdp_offload_params", "true", "--fsdp_state_dict_type", "FULL_STATE_DICT",
                  "--fsdp_min_num_params", "1000"]))
     if v >= (1, 1):

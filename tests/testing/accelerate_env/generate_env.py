@@ -91,8 +91,8 @@ def run_case(launch, config_text, options, work):
             if getattr(module, "which", None) is not None:
                 module.which = lambda name: f"/usr/bin/{name}"
     parser = launch.launch_command_parser()
-    args = parser.parse_args(["--config_file", config] + options + ["train.py", "--epochs", "1"])
     try:
+        args = parser.parse_args(["--config_file", config] + options + ["train.py", "--epochs", "1"])
         launch.launch_command(args)
     except _Started:
         pass
