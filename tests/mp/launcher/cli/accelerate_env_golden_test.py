@@ -18,7 +18,10 @@ test checks that refusal. On a machine without GPUs a multi-GPU config without a
 accel-launch's documented fallback (README: MULTI_CPU over gloo, as under `--cpu`): the test then
 expects the fallback's own variables on top (ACCELERATE_USE_CPU=True, and up to 0.18 the simple
 launcher's ACCELERATE_USE_MPS_DEVICE=False); a plugin config (FSDP, DeepSpeed, Megatron-LM) gets
-accelerate's GPU environment either way. Exits 1 listing every difference.
+accelerate's GPU environment either way. It also checks the refusals: a libaccel program (not
+Python, no --no_python) given FSDP / DeepSpeed / Megatron-LM / fp8 gets one error naming what
+libaccel supports; DeepSpeed's pdsh launcher on two machines and the TPU options are refused with
+what to write instead. Exits 1 listing every difference.
 """
 import json
 import os
@@ -77,9 +80,46 @@ def run_case(launcher, version, case):
         return wrong
 
 
+# Refusals: (config, options, program, words the one error must contain).
+REFUSALS = [
+    ("distributed_type: FSDP\nnum_processes: 2\n", [], "./train.bin",
+     ["distributed_type FSDP is for Python scripts", "libaccel supports distributed_type NO, "
+      "MULTI_GPU or MULTI_CPU"]),
+    ("distributed_type: DEEPSPEED\nnum_processes: 2\n", ["--mixed_precision", "fp8"],
+     "./train.bin", ["distributed_type DEEPSPEED, mixed_precision fp8 is for Python scripts"]),
+    ("distributed_type: MEGATRON_LM\nnum_processes: 2\n", [], "./train.bin",
+     ["distributed_type MEGATRON_LM is for Python scripts"]),
+    ("distributed_type: DEEPSPEED\nnum_machines: 2\nnum_processes: 4\nmain_process_ip: 10.0.0.1\n"
+     "main_process_port: 29500\nrdzv_insecure: true\ndeepspeed_config:\n"
+     "  deepspeed_multinode_launcher: pdsh\n  deepspeed_hostfile: hosts\n", [], "train.py",
+     ["deepspeed_multinode_launcher pdsh", "set deepspeed_multinode_launcher: standard",
+      "instead"]),
+    ("num_processes: 2\n", ["--tpu", "--tpu_cluster", "--vm", "v"], "train.py",
+     ["--tpu, --tpu_cluster, --vm: TPUs are not supported", "instead"]),
+]
+
+
+def check_refusals(launcher):
+    wrong = []
+    for config, options, program, words in REFUSALS:
+        with tempfile.TemporaryDirectory() as work:
+            with open(os.path.join(work, "config.yaml"), "w") as f:
+                f.write(config)
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work}
+            r = subprocess.run([launcher, "--config_file", "config.yaml", "--dry_run"] + options +
+                               [program], cwd=work, env=env, capture_output=True, text=True,
+                               timeout=60)
+            problems = [line for line in r.stderr.splitlines() if "nothing was launched" in line]
+            missing = [w for w in words if w not in r.stderr]
+            if r.returncode != 2 or missing or len(problems) != 1:
+                wrong.append(f"refusal {config.splitlines()[0]} {options} {program}: exit "
+                             f"{r.returncode}, missing {missing}: {r.stderr.strip()[-400:]}")
+    return wrong
+
+
 def main():
     launcher, golden_dir = sys.argv[1:3]
-    failures, compared = [], 0
+    failures, compared = check_refusals(launcher), 0
     for file in sorted(os.listdir(golden_dir)):
         golden = json.load(open(os.path.join(golden_dir, file)))
         version = ".".join(golden["accelerate"].split(".")[:2])
