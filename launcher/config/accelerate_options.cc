@@ -22,6 +22,9 @@ struct OlderDefaultRow {
 };
 const OlderDefaultRow kOlderDefaults[] = {
     {"fsdp_min_num_params", 112, "100000000.0"},
+    {"fp8_format", 108, "E4M3"},
+    {"fp8_enable_fsdp_float8_all_gather", 112, nullptr},  // no such option before 1.13
+    {"fp8_pad_inner_dim", 112, nullptr},
     {"fsdp_sharding_strategy", 25, "1"},
     {"fsdp_sync_module_states", 21, "false"},
     {"fsdp_use_orig_params", 24, "false"},

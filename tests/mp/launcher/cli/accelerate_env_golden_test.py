@@ -120,7 +120,7 @@ def check_refusals(launcher):
 def main():
     launcher, golden_dir = sys.argv[1:3]
     failures, compared = check_refusals(launcher), 0
-    for file in sorted(os.listdir(golden_dir)):
+    for file in sorted(f for f in os.listdir(golden_dir) if f.endswith(".json")):
         golden = json.load(open(os.path.join(golden_dir, file)))
         version = ".".join(golden["accelerate"].split(".")[:2])
         for name, case in sorted(golden["cases"].items()):
