@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -61,6 +62,22 @@ int CollectiveTimeoutMs(double hang_timeout_s) {
   return static_cast<int>(std::min<double>(wanted_ms, env::kMaxInt));
 }
 
+// accelerate's plugins as the workers' variables carry them (accelerate_env.h): none for a
+// use_cpu config, which accelerate's simple launcher runs without them.
+void AddAcceleratePlugins(const Config& config, LaunchPlan* plan) {
+  plan->fp8 = config.fp8;
+  plan->accelerate_release = config.accelerate_release();
+  if (config.use_cpu) return;
+  plan->accelerate_plugin = config.accelerate_plugin;
+  plan->use_parallelism_config = config.use_parallelism_config;
+  plan->accelerate_args = config.accelerate_args;
+  std::vector<std::string> fields = config.deepspeed_config_keys;
+  if (config.mixed_precision_from_file) fields.push_back("mixed_precision");
+  plan->deepspeed_fields = absl::StrJoin(fields, ",");
+  std::error_code error;
+  plan->working_dir = std::filesystem::current_path(error).string();
+}
+
 absl::StatusOr<LaunchPlan> MakePlan(const Config& config, int gpu_count,
                                     const std::string& why_no_gpu) {
   LaunchPlan plan;
@@ -79,6 +96,7 @@ absl::StatusOr<LaunchPlan> MakePlan(const Config& config, int gpu_count,
   plan.dynamo_use_dynamic = config.dynamo_use_dynamic;
   plan.dynamo_use_regional_compilation = config.dynamo_use_regional_compilation;
   plan.cpu_affinity = config.enable_cpu_affinity;
+  AddAcceleratePlugins(config, &plan);
 
   const bool cpu_requested =
       config.use_cpu || config.distributed_type == DistributedType::kMultiCpu;
@@ -101,7 +119,8 @@ absl::StatusOr<LaunchPlan> MakePlan(const Config& config, int gpu_count,
 
   plan.backend = std::string(AutoBackend(!plan.use_cpu, /*world_from_mpi=*/false));
   if (plan.use_cpu) {
-    if (plan.precision == MixedPrecision::kFp16) {
+    // A plugin's precision is the script's Accelerator's to apply (accelerate launch keeps it).
+    if (plan.precision == MixedPrecision::kFp16 && plan.accelerate_plugin.empty()) {
       plan.notices.push_back("notice: fp16 needs a GPU; running in fp32 on CPU");
       plan.precision = MixedPrecision::kNo;
     }

@@ -6,6 +6,7 @@
 #ifndef ACCEL_LAUNCHER_AGENT_PLAN_H_
 #define ACCEL_LAUNCHER_AGENT_PLAN_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,15 @@ struct LaunchPlan {
   std::string rendezvous_endpoint;      // host:port the server listens on ("" = not yet known)
   std::string rendezvous_token_source;  // where its token came from (FindRendezvousToken)
   std::vector<std::string> notices;     // one line per fallback rule that applied
+  // accelerate's plugins for a Python program (accelerate_env.h); empty / false when none. A
+  // use_cpu config runs none, as accelerate's simple launcher.
+  std::string accelerate_plugin;  // FSDP, DEEPSPEED, MEGATRON_LM
+  bool fp8 = false;
+  bool use_parallelism_config = false;
+  std::map<std::string, AccelerateArg> accelerate_args;
+  std::string deepspeed_fields;  // ACCELERATE_CONFIG_DS_FIELDS
+  std::string working_dir;       // the workers' (the launcher's) working directory
+  int accelerate_release = 114;  // Config::accelerate_release: whose variables they get
 };
 
 // What the rendezvous told this machine for one attempt.

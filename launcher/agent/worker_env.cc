@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "common/env_contract.h"
+#include "launcher/agent/accelerate_env.h"
 #include "launcher/agent/python_progress.h"
 
 namespace accel::launcher {
@@ -70,10 +71,6 @@ void AddAccelerateVars(const LaunchPlan& plan, Vars* vars) {
   v[env::kDynamoUseDynamic] = PyBool(plan.dynamo_use_dynamic);
   v[env::kDynamoUseRegionalCompilation] = PyBool(plan.dynamo_use_regional_compilation);
   if (plan.cpu_affinity) v[env::kCpuAffinity] = "1";
-  if (plan.use_cpu && !plan.torchrun_style) {
-    v[env::kKmpAffinity] = "granularity=fine,compact,1,0";
-    v[env::kKmpBlocktime] = "1";
-  }
   if (!plan.cuda_visible_devices.empty()) v[env::kCudaVisibleDevices] = plan.cuda_visible_devices;
 }
 
@@ -127,14 +124,17 @@ std::vector<std::string> WorkerEnv(const LaunchPlan& plan, const RendezvousResul
                                    int local_rank, const WorkerFiles& files,
                                    const std::vector<std::string>& base_env) {
   bool omp_inherited = false;
+  std::string python_path;
   for (const std::string& entry : base_env) {
     const absl::string_view name = absl::string_view(entry).substr(0, entry.find('='));
+    if (name == "PYTHONPATH") python_path = entry.substr(name.size() + 1);
     omp_inherited =
         omp_inherited || (name == env::kOmpNumThreads && entry.size() > name.size() + 1);
   }
   Vars vars;
   if (plan.torchrun_env) AddTorchrunVars(plan, rdzv, local_rank, &vars);
   AddAccelerateVars(plan, &vars);
+  AddAcceleratePluginVars(plan, python_path, &vars);
   AddOmpThreads(plan, omp_inherited, &vars);
   AddOurVars(plan, rdzv, files, &vars);
   AddPythonProgress(files, base_env, &vars);

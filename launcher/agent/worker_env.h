@@ -9,7 +9,10 @@
 //   - accelerate launch's ACCELERATE_MIXED_PRECISION and ACCELERATE_DYNAMO_* always;
 //     ACCELERATE_USE_CPU where its simple launcher sets it (not for a multi-GPU job);
 //     ACCELERATE_DEBUG_MODE, ACCELERATE_CPU_AFFINITY and ACCELERATE_GRADIENT_ACCUMULATION_STEPS
-//     only when asked; KMP_AFFINITY/KMP_BLOCKTIME on CPU; CUDA_VISIBLE_DEVICES from gpu_ids;
+//     only when asked; CUDA_VISIBLE_DEVICES from gpu_ids; what older releases set (and do
+//     not) by accelerate_version (accelerate_env.h);
+//   - for a Python script with accelerate's plugins (FSDP, DeepSpeed, Megatron-LM, FP8,
+//     parallelism_config): the variables accelerate launch gives them (accelerate_env.h);
 //   - OMP_NUM_THREADS: num_cpu_threads_per_process, else the launcher's own, else accelerate's
 //     default (1 on GPU; physical cores / local processes on CPU), or torchrun's (1 with several
 //     local processes) on a torchrun command line;

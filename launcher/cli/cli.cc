@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/defaults.h"
 #include "common/exit_codes.h"
 #include "common/logging.h"
@@ -86,6 +87,29 @@ bool Report(const ResolvedConfig& resolved, const CliContext& context, absl::str
   return false;
 }
 
+// accelerate's plugins are read by HF accelerate's Accelerator in a Python script; a program
+// exec'ed directly is a libaccel program (unless --no_python says the user wants accelerate's
+// environment for it anyway). Returns the one error for such a program, or "".
+std::string PluginForLibaccel(const Config& config, const LaunchArgs& parsed) {
+  const std::string& program = parsed.program.front();
+  const bool python = parsed.module || parsed.run_path || parsed.no_python ||
+                      (program.size() > 3 && program.compare(program.size() - 3, 3, ".py") == 0);
+  if (python || config.use_cpu) return "";
+  std::vector<std::string> asked;
+  if (!config.accelerate_plugin.empty()) {
+    asked.push_back(absl::StrCat("distributed_type ", config.accelerate_plugin));
+  }
+  if (config.fp8) asked.push_back("mixed_precision fp8");
+  if (config.use_parallelism_config) asked.push_back("parallelism_config");
+  if (asked.empty()) return "";
+  return absl::StrCat(
+      absl::StrJoin(asked, ", "), " is for Python scripts (HF accelerate's Accelerator reads it); ",
+      program,
+      " is run as a libaccel program, and libaccel supports distributed_type NO, MULTI_GPU or "
+      "MULTI_CPU (DDP) with mixed_precision no, fp16 or bf16: use one of those for it, or "
+      "--no_python to give it accelerate's environment anyway");
+}
+
 int Launch(const std::vector<std::string>& args, const CliContext& context) {
   FlagSet set{"accel-launch launch", "Launch PROGRAM on this machine's share of the job."};
   set.compat = true;
@@ -97,6 +121,13 @@ int Launch(const std::vector<std::string>& args, const CliContext& context) {
   }
   ResolvedConfig resolved = Resolve(parsed, context);
   if (!Report(resolved, context, "nothing was launched")) return kExitUsage;
+  if (const std::string why = PluginForLibaccel(resolved.config, parsed); !why.empty()) {
+    *context.err << "accel-launch: " << why << "\naccel-launch: nothing was launched\n";
+    return kExitUsage;
+  }
+  auto precision = resolved.sources.find("mixed_precision");
+  resolved.config.mixed_precision_from_file =
+      precision != resolved.sources.end() && precision->second.kind == ValueOrigin::Kind::kFile;
   LaunchRequest request;
   request.config = std::move(resolved.config);
   request.config_path = resolved.path;

@@ -260,13 +260,9 @@ void TranslateTorchrunExtras(const CompatArgs& args, Translated* out) {
   }
 }
 
-// Refuses accelerate's switches for what accel-launch does not run, and bad option pairs.
+// Refuses bad option pairs.
 void CheckUnsupported(const CompatArgs& args, Translated* out) {
   const std::pair<bool, const char*> unsupported[] = {
-      {args.tpu, "--tpu: TPUs are not supported by accel-launch"},
-      {args.use_deepspeed, "--use_deepspeed: DeepSpeed is not supported by accel-launch"},
-      {args.use_fsdp, "--use_fsdp: FSDP is not supported by accel-launch"},
-      {args.use_megatron_lm, "--use_megatron_lm: Megatron-LM is not supported by accel-launch"},
       {args.module && args.no_python,
        "-m/--module and --no_python cannot be used together (a module needs Python)"},
   };
@@ -345,12 +341,6 @@ void AddCompatOptions(CLI::App* app, const std::string& group, CompatArgs* args,
   for (const auto& [name, value] : ignored) {
     AddString(app, group, name, "", "torchrun's; accepted, no effect", value, names, value_options);
   }
-  AddFlag(app, group, "tpu", "", "accelerate's; not supported", &args->tpu, names);
-  AddFlag(app, group, "use_deepspeed", "", "accelerate's; not supported", &args->use_deepspeed,
-          names);
-  AddFlag(app, group, "use_fsdp", "", "accelerate's; not supported", &args->use_fsdp, names);
-  AddFlag(app, group, "use_megatron_lm", "", "accelerate's; not supported", &args->use_megatron_lm,
-          names);
 }
 
 CompatResult TranslateCompat(const CompatArgs& args, const std::vector<FlagValue>& key_flags) {

@@ -6,8 +6,7 @@
 //     line does not say, as torchrun), --nnodes, --node_rank, --master_addr, --master_port,
 //     --standalone, --rdzv_endpoint, --rdzv_id, --numa_binding, --redirects/-r and --tee/-t's
 //     values 0..3; --event_log_handler, --logs_specs and --signals_to_handle have no effect;
-//   - accelerate's switches for what accel-launch does not run (--tpu, --use_deepspeed, ...),
-//     refused with a clear message instead of "unknown option".
+// (accelerate's plugin and platform options: accelerate_flags.h.)
 // Both '_' and '-' spellings are accepted. A torchrun spelling and an accelerate spelling of the
 // same setting that disagree are a problem that names both.
 #ifndef ACCEL_LAUNCHER_CLI_COMPAT_FLAGS_H_
@@ -43,10 +42,6 @@ struct CompatArgs {
   std::string redirects;
   std::string numa_binding;  // torchrun's: pins like enable_cpu_affinity
   std::string event_log_handler, logs_specs, signals_to_handle;  // torchrun's; no effect here
-  bool tpu = false;
-  bool use_deepspeed = false;
-  bool use_fsdp = false;
-  bool use_megatron_lm = false;
 };
 
 // Registers the compat options on `app` (group `group`), bound to `args`. Appends every option

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "launcher/cli/accelerate_flags.h"
 #include "launcher/cli/compat_flags.h"
 #include "launcher/config/diagnostics.h"
 #include "launcher/config/schema.h"
@@ -16,6 +17,7 @@ namespace {
 
 constexpr char kKeysGroup[] = "Config keys (same as the YAML keys; also ACCEL_<KEY> variables)";
 constexpr char kCompatGroup[] = "torchrun's and accelerate launch's own spellings";
+constexpr char kAccelerateGroup[] = "accelerate launch's plugin options (Python scripts)";
 
 // "--num_processes,--num-processes" (+ negations for booleans).
 std::string FlagNames(absl::string_view key, bool negatable, absl::string_view extra = "") {
@@ -75,6 +77,7 @@ struct Parser {
   std::deque<std::vector<std::string>> flag_values;  // stable addresses for CLI11
   bool multi_gpu = false;
   CompatArgs compat;
+  AccelerateFlagArgs accelerate;
 
   Parser(const FlagSet& set, LaunchArgs* out) : app(set.description, set.name) {
     app.set_help_flag("-h,--help", "print this help and exit");
@@ -104,7 +107,10 @@ struct Parser {
     app.add_flag("--multi_gpu,--multi-gpu", multi_gpu, "same as --distributed_type MULTI_GPU")
         ->group(kKeysGroup);
     option_names.push_back("multi_gpu");
-    if (set.compat) AddCompatOptions(&app, kCompatGroup, &compat, &option_names, &value_options);
+    if (set.compat) {
+      AddCompatOptions(&app, kCompatGroup, &compat, &option_names, &value_options);
+      AddAccelerateOptions(&app, kAccelerateGroup, &accelerate, &option_names, &value_options);
+    }
     AddKeyOptions();
   }
 
@@ -142,6 +148,7 @@ struct Parser {
     out->flags = std::move(result.flags);
     out->nproc_per_node = std::move(result.nproc_per_node);
     out->problems = std::move(result.problems);
+    TranslateAccelerate(accelerate, &out->flags, &out->problems);
     out->notices = std::move(result.notices);
     out->torchrun_style = result.torchrun_style;
     out->module = compat.module;

@@ -1,6 +1,7 @@
 #include "launcher/config/config.h"
 
 #include <cctype>
+#include <cstdlib>
 
 namespace accel::launcher {
 namespace {
@@ -66,6 +67,14 @@ bool ParseMixedPrecision(std::string_view text, MixedPrecision* out) {
     return false;
   }
   return true;
+}
+
+int Config::accelerate_release() const {
+  const size_t dot = accelerate_version.find('.');
+  if (dot == std::string::npos) return 114;
+  const int major = std::atoi(accelerate_version.c_str());
+  const int minor = std::atoi(accelerate_version.c_str() + dot + 1);
+  return major * 100 + minor;
 }
 
 }  // namespace accel::launcher

@@ -6,6 +6,7 @@
 #define ACCEL_LAUNCHER_CONFIG_CONFIG_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,14 @@ namespace accel::launcher {
 
 enum class DistributedType { kNo, kMultiGpu, kMultiCpu };
 enum class MixedPrecision { kNo, kFp16, kBf16 };
+
+// One value of accelerate launch's argparse namespace, as Python's str() writes it
+// (launcher/config/accelerate_args.h).
+struct AccelerateArg {
+  std::string str;
+  bool truthy = false;  // Python's bool() of the value
+  bool none = false;    // None
+};
 
 struct Config {
   // --- accelerate's keys, as `accelerate config` writes them ---
@@ -46,10 +55,20 @@ struct Config {
   bool dynamo_use_fullgraph = false;
   bool dynamo_use_dynamic = false;
   bool dynamo_use_regional_compilation = false;
-  // Unsupported sections: accepted when empty, a clear "not supported" error otherwise.
-  bool has_deepspeed_config = false;
-  bool has_fsdp_config = false;
-  bool has_megatron_lm_config = false;
+  // accelerate's plugins, for Python programs only (libaccel runs DDP): distributed_type FSDP,
+  // DEEPSPEED or MEGATRON_LM ("" = none), mixed_precision fp8, and accelerate launch's arguments
+  // from the config's sections and the plugin options (launcher/config/accelerate_args.h); the
+  // workers get the variables accelerate's launch code gives (launcher/agent/accelerate_env.h).
+  std::string accelerate_plugin;
+  bool fp8 = false;  // mixed_precision fp8 (mixed_precision itself stays no)
+  std::map<std::string, AccelerateArg> accelerate_args;
+  std::vector<std::string> deepspeed_config_keys;  // file order: ACCELERATE_CONFIG_DS_FIELDS
+  bool use_parallelism_config = false;             // a non-empty parallelism_config
+  bool mixed_precision_from_file = false;          // DeepSpeed's fields list names it then
+  std::string accelerate_version = "1.14";         // whose launch environment Python scripts get
+
+  // accelerate_version as a number, major * 100 + minor (1.14 → 114, 0.20 → 20).
+  int accelerate_release() const;
 
   // --- our additions (documented in docs/config.md "Our additions") ---
   int gradient_accumulation_steps = 1;

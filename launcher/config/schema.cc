@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "launcher/config/accelerate_args.h"
 #include "launcher/config/values.h"
 
 namespace accel::launcher {
@@ -18,18 +19,15 @@ namespace {
 using Kind = YamlValue::Kind;
 using values::SetBool;
 using values::SetComputeEnvironment;
-using values::SetDeepspeed;
 using values::SetDistributedType;
 using values::SetDynamo;
 using values::SetDynamoBackend;
 using values::SetDynamoMode;
 using values::SetFraction;
-using values::SetFsdp;
 using values::SetGpuIds;
 using values::SetInt;
 using values::SetIpex;
 using values::SetLegacyFp16;
-using values::SetMegatron;
 using values::SetMixedPrecision;
 using values::SetOff;
 using values::SetOtherSection;
@@ -41,9 +39,39 @@ using values::SetString;
 
 absl::Status Ignore(const YamlValue&, Config*) { return absl::OkStatus(); }
 
+// accelerate's multi-CPU launch through mpirun: accel-launch does not start mpirun itself.
+absl::Status SetMpirun(const YamlValue& v) {
+  for (const auto& [key, value] : v.entries) {
+    if (key.scalar == "mpirun_hostfile" && !value.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "mpirun_hostfile ", value.scalar,
+          ": accel-launch does not start mpirun itself; remove mpirun_config and run `mpirun "
+          "--hostfile ",
+          value.scalar,
+          " -n <machines> --npernode 1 accel-launch ... PROGRAM` instead (one accel-launch per "
+          "machine; Open MPI is detected)"));
+    }
+  }
+  return absl::OkStatus();  // mpirun_ccl alone: only for that launch, nothing to do here
+}
+
 std::string Bool(bool b) { return b ? "true" : "false"; }
 std::string Seconds(double s) { return absl::StrCat(s); }
 std::string Empty(const Config&) { return ""; }
+
+// A plugin section as a YAML flow mapping of the namespace entries it set (names with `prefix`).
+std::string Section(const Config& c, absl::string_view prefix) {
+  std::vector<std::string> items;
+  for (const auto& [name, arg] : c.accelerate_args) {
+    if (absl::StartsWith(name, prefix) ||
+        (prefix == "deepspeed_config" &&
+         std::find(c.deepspeed_config_keys.begin(), c.deepspeed_config_keys.end(), name) !=
+             c.deepspeed_config_keys.end())) {
+      items.push_back(absl::StrCat(name, ": ", YamlQuote(arg.str)));
+    }
+  }
+  return absl::StrCat("{", absl::StrJoin(items, ", "), "}");
+}
 
 // dynamo_config as a YAML flow mapping, "{}" when every setting has its default.
 std::string DynamoSection(const Config& c) {
@@ -87,6 +115,11 @@ std::string DynamoSection(const Config& c) {
 std::vector<KeySpec> MakeSchema() {
   const Config defaults;  // help texts quote the defaults of common/defaults.h from here
   std::vector<KeySpec> keys = {
+      ACCEL_KEY(accelerate_version, kString, false, kWhenNotDefault,
+                "the HF accelerate release (0.15 .. 1.14, X.Y) whose launch environment Python "
+                "scripts get: the variables and defaults of that release's `accelerate launch` "
+                "(default 1.14)",
+                SetAccelerateVersion(v, &c->accelerate_version), c.accelerate_version),
       ACCEL_IGNORED(additional_args, "SageMaker only; ignored"),
       ACCEL_IGNORED(base_job_name, "SageMaker only; ignored"),
       ACCEL_IGNORED(command_file, "TPU pods only; ignored"),
@@ -96,10 +129,16 @@ std::vector<KeySpec> MakeSchema() {
                 c.compute_environment),
       ACCEL_BOOL(debug, debug, true, kAlways,
                  "set ACCELERATE_DEBUG_MODE in workers (default false)"),
-      ACCEL_KEY(deepspeed_config, kSection, true, kNever, "DeepSpeed: not supported, must be empty",
-                SetDeepspeed(v, c), std::string(c.has_deepspeed_config ? "(set)" : "{}")),
-      ACCEL_KEY(distributed_type, kEnum, true, kAlways, "NO, MULTI_GPU or MULTI_CPU (default NO)",
-                SetDistributedType(v, c), YamlQuote(ToString(c.distributed_type))),
+      ACCEL_KEY(deepspeed_config, kSection, true, kNever,
+                "DeepSpeed's settings (zero_stage, offload_*, deepspeed_config_file, ...) for "
+                "Python scripts: passed to the workers as accelerate launch does",
+                SetAccelerateSection(v, "deepspeed_config", c), Section(c, "deepspeed_config")),
+      ACCEL_KEY(distributed_type, kEnum, true, kAlways,
+                "NO, MULTI_GPU or MULTI_CPU (default NO); FSDP, DEEPSPEED, MEGATRON_LM for "
+                "Python scripts (a multi-GPU launch with accelerate's plugin variables)",
+                SetDistributedType(v, c),
+                YamlQuote(c.accelerate_plugin.empty() ? ToString(c.distributed_type)
+                                                      : c.accelerate_plugin)),
       ACCEL_KEY(downcast_bf16, kBool, true, kAlways, "TPU only: 'no' or 'yes' (default 'no')",
                 SetBool(v, &c->downcast_bf16), std::string(c.downcast_bf16 ? "'yes'" : "'no'")),
       ACCEL_KEY(dynamo_backend, kEnum, true, kNever,
@@ -123,12 +162,16 @@ std::vector<KeySpec> MakeSchema() {
       ACCEL_BOOL(enable_cpu_affinity, enable_cpu_affinity, true, kAlways,
                  "pin each local process to its own share of the CPUs, NUMA node by NUMA node; "
                  "ACCELERATE_CPU_AFFINITY=1 in workers (default false)"),
-      ACCEL_KEY(fp8_config, kSection, true, kNever, "FP8: not supported, must be empty",
-                SetOtherSection(v, "FP8 (fp8_config)"), ""),
+      ACCEL_KEY(fp8_config, kSection, true, kNever,
+                "FP8 settings (backend, fp8_format, ...) for Python scripts with mixed_precision "
+                "fp8: ACCELERATE_FP8_*",
+                SetAccelerateSection(v, "fp8_config", c), Section(c, "fp8_")),
       ACCEL_KEY(fp16, kIgnored, true, kNever,
                 "old accelerate spelling: true = mixed_precision fp16", SetLegacyFp16(v, c), ""),
-      ACCEL_KEY(fsdp_config, kSection, true, kNever, "FSDP: not supported, must be empty",
-                SetFsdp(v, c), std::string(c.has_fsdp_config ? "(set)" : "{}")),
+      ACCEL_KEY(fsdp_config, kSection, true, kNever,
+                "FSDP settings (fsdp_sharding_strategy, fsdp_offload_params, ...) for Python "
+                "scripts: FSDP_* in the workers",
+                SetAccelerateSection(v, "fsdp_config", c), Section(c, "fsdp_")),
       ACCEL_KEY(gpu_ids, kList, true, kAlways, "'all' or GPU indices like 0,1 (default all)",
                 SetGpuIds(v, c), YamlQuote(c.gpu_ids)),
       ACCEL_INT(gradient_accumulation_steps, gradient_accumulation_steps, false, kWhenNotDefault,
@@ -167,16 +210,18 @@ std::vector<KeySpec> MakeSchema() {
       ACCEL_INT(max_restarts, max_restarts, false, kWhenNotDefault,
                 "new rendezvous attempts after a worker failure, >= 0 (default 0)"),
       ACCEL_KEY(megatron_lm_config, kSection, true, kNever,
-                "Megatron-LM: not supported, must be empty", SetMegatron(v, c),
-                std::string(c.has_megatron_lm_config ? "(set)" : "{}")),
-      ACCEL_KEY(mixed_precision, kEnum, true, kAlways, "no, fp16 or bf16 (default no)",
-                SetMixedPrecision(v, c), YamlQuote(ToString(c.mixed_precision))),
+                "Megatron-LM settings (megatron_lm_tp_degree, ...) for Python scripts: "
+                "MEGATRON_LM_* in the workers",
+                SetAccelerateSection(v, "megatron_lm_config", c), Section(c, "megatron_lm_")),
+      ACCEL_KEY(mixed_precision, kEnum, true, kAlways,
+                "no, fp16 or bf16 (default no); fp8 for Python scripts", SetMixedPrecision(v, c),
+                YamlQuote(c.fp8 ? "fp8" : ToString(c.mixed_precision))),
       ACCEL_SECONDS(monitor_interval, monitor_interval_s,
                     absl::StrCat("how often workers are polled, seconds (default ",
                                  Seconds(defaults.monitor_interval_s), ")")),
       ACCEL_KEY(mpirun_config, kSection, true, kNever,
                 "mpirun launch: not supported, must be empty (run mpirun ... accel-launch)",
-                SetOtherSection(v, "mpirun launch (mpirun_config)"), ""),
+                SetMpirun(v), ""),
       ACCEL_STRING(network_interface, network_interface, false, kWhenNotDefault,
                    "interface whose IPv4 address becomes local_addr when that is unset"),
       ACCEL_INT(num_cpu_threads_per_process, num_cpu_threads_per_process, false, kWhenNotDefault,
@@ -184,8 +229,10 @@ std::vector<KeySpec> MakeSchema() {
       ACCEL_INT(num_machines, num_machines, true, kAlways, "number of machines, >= 1 (default 1)"),
       ACCEL_INT(num_processes, num_processes, true, kAlways,
                 "TOTAL processes over all machines, >= 1, divisible by num_machines (default 1)"),
-      ACCEL_KEY(parallelism_config, kSection, true, kNever, "not supported, must be empty",
-                SetOtherSection(v, "parallelism_config"), ""),
+      ACCEL_KEY(parallelism_config, kSection, true, kNever,
+                "accelerate's ParallelismConfig (parallelism_config_dp_shard_size, ...) for Python "
+                "scripts: PARALLELISM_CONFIG_* in the workers",
+                SetAccelerateSection(v, "parallelism_config", c), Section(c, "parallelism_config")),
       ACCEL_BOOL(preflight, preflight, false, kWhenNotDefault,
                  "before training, measure bandwidth and latency between every pair of machines "
                  "and an all-reduce of the bucket size; a slow link fails the launch under strict "

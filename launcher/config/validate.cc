@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/defaults.h"
+#include "launcher/config/accelerate_args.h"
 
 namespace accel::launcher {
 
@@ -110,6 +111,7 @@ std::vector<Diagnostic> ValidateConfig(const Config& c, const SourceMap& sources
     problem(c.tls_cert_file.empty() ? "tls_key_file" : "tls_cert_file",
             "tls_cert_file and tls_key_file must be set together");
   }
+  for (auto& [key, message] : AccelerateProblems(c)) problem(key, std::move(message));
   return problems;
 }
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "launcher/config/accelerate_args.h"
 #include "launcher/config/diagnostics.h"
 
 namespace accel::launcher {
@@ -168,15 +169,23 @@ absl::Status SetGpuIds(const YamlValue& v, Config* c) {
 
 absl::Status SetDistributedType(const YamlValue& v, Config* c) {
   const std::string text = v.kind == Kind::kScalar ? v.scalar : "";
-  if (ParseDistributedType(text, &c->distributed_type)) return absl::OkStatus();
+  if (ParseDistributedType(text, &c->distributed_type)) {
+    c->accelerate_plugin.clear();
+    return absl::OkStatus();
+  }
+  // accelerate's plugins run on the GPUs of a multi-GPU launch, driven by the workers' variables.
+  if (ParseAcceleratePlugin(text, &c->accelerate_plugin)) {
+    c->distributed_type = DistributedType::kMultiGpu;
+    return absl::OkStatus();
+  }
   static const std::vector<absl::string_view> kUnsupported = {
-      "DEEPSPEED", "FSDP",      "TPU",       "XLA",        "MEGATRON_LM", "MULTI_NPU",
-      "MULTI_XPU", "MULTI_MLU", "MULTI_HPU", "MULTI_MUSA", "MULTI_SDAA"};
+      "TPU", "XLA", "MULTI_NPU", "MULTI_XPU", "MULTI_MLU", "MULTI_HPU", "MULTI_MUSA", "MULTI_SDAA"};
   for (absl::string_view name : kUnsupported) {
     if (absl::EqualsIgnoreCase(text, name)) {
       return Invalid(absl::StrCat("distributed_type ", name,
                                   " is not supported by accel-launch (supported: NO, MULTI_GPU, "
-                                  "MULTI_CPU)"));
+                                  "MULTI_CPU, and FSDP, DEEPSPEED, MEGATRON_LM for Python "
+                                  "scripts)"));
     }
   }
   return Invalid(
@@ -186,10 +195,14 @@ absl::Status SetDistributedType(const YamlValue& v, Config* c) {
 
 absl::Status SetMixedPrecision(const YamlValue& v, Config* c) {
   const std::string text = v.kind == Kind::kScalar ? v.scalar : "";
-  if (ParseMixedPrecision(text, &c->mixed_precision)) return absl::OkStatus();
-  if (absl::EqualsIgnoreCase(text, "fp8")) {
-    return Invalid(
-        "mixed_precision fp8 is not supported by accel-launch (supported: no, fp16, bf16)");
+  if (ParseMixedPrecision(text, &c->mixed_precision)) {
+    c->fp8 = false;
+    return absl::OkStatus();
+  }
+  if (absl::EqualsIgnoreCase(text, "fp8")) {  // Python scripts only: ACCELERATE_MIXED_PRECISION
+    c->mixed_precision = MixedPrecision::kNo;
+    c->fp8 = true;
+    return absl::OkStatus();
   }
   return Invalid(WithSuggestion(absl::StrCat("expected no, fp16 or bf16, got ", Describe(v)), text,
                                 {"no", "fp16", "bf16"}));
@@ -246,15 +259,6 @@ absl::Status Section(const YamlValue& v, absl::string_view what, bool* present) 
                               "empty ({})"));
 }
 
-absl::Status SetDeepspeed(const YamlValue& v, Config* c) {
-  return Section(v, "DeepSpeed (deepspeed_config)", &c->has_deepspeed_config);
-}
-absl::Status SetFsdp(const YamlValue& v, Config* c) {
-  return Section(v, "FSDP (fsdp_config)", &c->has_fsdp_config);
-}
-absl::Status SetMegatron(const YamlValue& v, Config* c) {
-  return Section(v, "Megatron-LM (megatron_lm_config)", &c->has_megatron_lm_config);
-}
 absl::Status SetOtherSection(const YamlValue& v, absl::string_view what) {
   bool present = false;
   return Section(v, what, &present);

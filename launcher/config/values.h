@@ -46,9 +46,6 @@ absl::Status SetRanksFilter(const YamlValue& v, Config* c);
 // An accelerate sub-config we cannot honour: fine when absent or empty, else "<what> is not
 // supported". `present` tells whether it had content.
 absl::Status Section(const YamlValue& v, absl::string_view what, bool* present);
-absl::Status SetDeepspeed(const YamlValue& v, Config* c);
-absl::Status SetFsdp(const YamlValue& v, Config* c);
-absl::Status SetMegatron(const YamlValue& v, Config* c);
 absl::Status SetOtherSection(const YamlValue& v, absl::string_view what);
 // torch.compile: a backend accelerate knows (NO, INDUCTOR, ... any case, stored upper case) and a
 // mode (default, reduce-overhead, max-autotune).

@@ -125,8 +125,12 @@ TEST(CompatFlagsTest, AccelerateLaunchOptionsBecomeKeys) {
   EXPECT_THAT(args.notices, ElementsAre(HasSubstr("--rdzv_conf read_timeout=5 has no effect")));
   EXPECT_THAT(Problems(Parse({"--rdzv_conf", "oops", "p"})),
               HasSubstr("--rdzv_conf oops: expected key=value pairs"));
-  EXPECT_THAT(Problems(Parse({"--use_deepspeed", "p"})),
-              HasSubstr("--use_deepspeed: DeepSpeed is not supported"));
+  EXPECT_THAT(
+      Problems(Parse({"--tpu", "--vm", "v1", "p"})),
+      HasSubstr("--tpu, --vm: TPUs are not supported by accel-launch (GPUs and CPUs only)"));
+  EXPECT_THAT(Values(Parse({"--use_deepspeed", "--zero_stage", "3", "p"})),
+              ElementsAre("distributed_type=DEEPSPEED (--use_deepspeed)",
+                          "deepspeed_config=zero_stage=3 (--zero_stage 3)"));
 }
 
 TEST(CompatFlagsTest, TeeAndRedirectsTakeTorchrunsValues) {

@@ -136,28 +136,26 @@ TEST(ConfigLoaderTest, EnumsSuggestAndRejectUnsupported) {
             "'MULTI_GPUS'; did you mean 'MULTI_GPU'?\n"
             "distributed_type: MULTI_GPUS\n"
             "                  ^\n");
-  EXPECT_EQ(Problems("distributed_type: DEEPSPEED\n"),
-            "cfg.yaml:1:19: distributed_type: distributed_type DEEPSPEED is not supported by "
-            "accel-launch (supported: NO, MULTI_GPU, MULTI_CPU)\n"
-            "distributed_type: DEEPSPEED\n"
+  EXPECT_EQ(Problems("distributed_type: XLA\n"),
+            "cfg.yaml:1:19: distributed_type: distributed_type XLA is not supported by "
+            "accel-launch (supported: NO, MULTI_GPU, MULTI_CPU, and FSDP, DEEPSPEED, MEGATRON_LM "
+            "for Python scripts)\n"
+            "distributed_type: XLA\n"
             "                  ^\n");
-  EXPECT_EQ(Problems("mixed_precision: fp8\n"),
-            "cfg.yaml:1:18: mixed_precision: mixed_precision fp8 is not supported by accel-launch "
-            "(supported: no, fp16, bf16)\n"
-            "mixed_precision: fp8\n"
-            "                 ^\n");
+  EXPECT_EQ(Problems("distributed_type: DEEPSPEED\nmixed_precision: fp8\n"), "");
 }
 
 TEST(ConfigLoaderTest, NonEmptyUnsupportedSectionIsAnError) {
-  EXPECT_EQ(Problems("deepspeed_config:\n  zero_stage: 2\nfsdp_config: {}\n"),
-            "cfg.yaml:2:3: deepspeed_config: DeepSpeed (deepspeed_config) is not supported by "
+  EXPECT_EQ(Problems("tp_config:\n  tp_size: 2\nfsdp_config: {}\n"),
+            "cfg.yaml:2:3: tp_config: tensor parallelism (tp_config) is not supported by "
             "accel-launch; remove this section or leave it empty ({})\n"
-            "  zero_stage: 2\n"
+            "  tp_size: 2\n"
             "  ^\n");
-  EXPECT_EQ(Problems("fsdp_config: {fsdp_sharding_strategy: FULL_SHARD}\n"),
-            "cfg.yaml:1:14: fsdp_config: FSDP (fsdp_config) is not supported by accel-launch; "
-            "remove this section or leave it empty ({})\n"
-            "fsdp_config: {fsdp_sharding_strategy: FULL_SHARD}\n"
+  EXPECT_EQ(Problems("fsdp_config: {fsdp_sharding_strategy: FULL_SHARD}\n"), "");
+  EXPECT_EQ(Problems("fsdp_config: {fsdp_sharding_strategy: [1, {a: 2}]}\n"),
+            "cfg.yaml:1:14: fsdp_config: fsdp_sharding_strategy: expected a list of single "
+            "values\n"
+            "fsdp_config: {fsdp_sharding_strategy: [1, {a: 2}]}\n"
             "             ^\n");
 }
 
@@ -305,12 +303,12 @@ TEST(ConfigLoaderTest, DuplicateKey) {
 
 TEST(ConfigLoaderTest, AllProblemsAtOnce) {
   const std::string out =
-      Problems("num_machines: 0\nnum_processes: x\nfoo: 1\ndeepspeed_config: {a: 1}\n");
+      Problems("num_machines: 0\nnum_processes: x\nfoo: 1\nipex_config: {ipex: true}\n");
   EXPECT_NE(out.find("cfg.yaml:1:15: num_machines must be at least 1, got 0"), std::string::npos)
       << out;
   EXPECT_NE(out.find("cfg.yaml:2:16: num_processes: expected an integer"), std::string::npos);
   EXPECT_NE(out.find("cfg.yaml:3:1: unknown key 'foo'"), std::string::npos);
-  EXPECT_NE(out.find("cfg.yaml:4:19: deepspeed_config: DeepSpeed"), std::string::npos);
+  EXPECT_NE(out.find("cfg.yaml:4:14: ipex_config: IPEX"), std::string::npos) << out;
 }
 
 TEST(ConfigLoaderTest, RejectedValueDoesNotCauseFollowUpErrors) {
