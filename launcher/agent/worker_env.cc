@@ -108,6 +108,10 @@ void AddOurVars(const LaunchPlan& plan, const RendezvousResult& rdzv, const Work
 void AddPythonProgress(const WorkerFiles& files, const std::vector<std::string>& base_env,
                        Vars* vars) {
   if (files.python_module_dir.empty() || files.progress_file.empty()) return;
+  if (auto set = vars->find("PYTHONPATH"); set != vars->end()) {  // DeepSpeed's (accelerate_env)
+    set->second = PythonPathWithModule(files.python_module_dir, set->second.c_str());
+    return;
+  }
   const char* inherited = nullptr;
   for (const std::string& entry : base_env) {
     if (absl::StartsWith(entry, "PYTHONPATH=")) {
