@@ -29,8 +29,8 @@ class CoordinatorTest : public ::testing::Test {
     options_.num_machines = machines;
     options_.num_processes = processes;
     options_.rdzv_timeout = absl::Seconds(30);
-    options_.heartbeat_interval = absl::Milliseconds(500);
-    options_.missed_heartbeats_lost = 6;
+    options_.liveness.heartbeat_interval = absl::Milliseconds(500);
+    options_.liveness.missed_heartbeats_lost = 6;
     JoinCoordinator::Hooks hooks;
     hooks.store_port = [] { return 7000; };
     hooks.pick_master_port = [] { return absl::StatusOr<int>(29500); };
