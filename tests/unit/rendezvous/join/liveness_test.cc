@@ -82,8 +82,8 @@ TEST(LivenessTest, ValidateRejectsInconsistentOptions) {
 // One input of a random history.
 struct Input {
   enum Kind { kHeartbeat, kProbe } kind;
-  absl::Time at;         // heartbeat time, or the probe attempt's end
-  absl::Time started;    // probe attempts only
+  absl::Time at;       // heartbeat time, or the probe attempt's end
+  absl::Time started;  // probe attempts only
   bool answered = false;
 };
 
@@ -152,7 +152,8 @@ TEST(LivenessTest, RandomHistoriesAgreeWithTheReferenceAndNextIsExact) {
         if (t < probe_at) ASSERT_LT(t, v.next);
       }
       if (v.next < now + absl::Seconds(40) && v.next >= probe_at) {
-        // A moment the verdict changes, or silent_lost/probe start: Check agrees with the reference.
+        // A moment the verdict changes, or silent_lost/probe start: Check agrees with the
+        // reference.
         ASSERT_EQ(l.Check(v.next).lost, ReferenceLost(o, history, v.next));
       }
     }
