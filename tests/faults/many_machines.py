@@ -118,8 +118,11 @@ def progress(work: str, run_id: str, machine: int) -> int:
 
 
 def root_cause(log: str) -> str:
+    """Returns the first "root cause" row of a launcher's output and the 3 lines under it."""
     at = log.find("root cause")
-    return "" if at < 0 else log[log.rfind("\n", 0, at) + 1:log.find("\n", at)]
+    if at < 0:
+        return ""
+    return "\n".join(log[log.rfind("\n", 0, at) + 1:].splitlines()[:4])
 
 
 def trial(args, bridge: Bridge, number: int, work_root: str) -> tuple:
@@ -185,12 +188,13 @@ def trial(args, bridge: Bridge, number: int, work_root: str) -> tuple:
         except subprocess.TimeoutExpired:
             p.kill()
     texts = [read(m) for m in range(n)]
-    want = re.compile(rf"root cause\s+{n - 1}\s+\S+\s+{n - 1}\s.*signal 9")
-    root_ok = started and want.search(root_cause(texts[0])) is not None
+    want = re.compile(rf"root cause\s+{n - 1}\s+\S+\s+{n - 1}\s")
+    row = root_cause(texts[0])
+    root_ok = started and want.search(row) is not None and "signal 9" in row
     losses = [m for m in range(n) if LOSS.search(texts[m])]
     ok = started and ended and root_ok and not losses
     if not ok and not note:
-        note = (f"ended: {ended}; machine 0's root cause: {root_cause(texts[0]).strip()!r}; "
+        note = (f"ended: {ended}; machine 0's root cause: {row.strip()!r}; "
                 f"machines that said lost/unreachable/gone: {losses[:8]}")
         for m in losses[:2]:
             note += f"\n  m{m}: " + "; ".join(
