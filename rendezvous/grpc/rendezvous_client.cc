@@ -39,7 +39,7 @@ class GrpcRendezvousClient final : public RendezvousClient {
     if (listener.ok()) {
       listener_.emplace(*std::move(listener));
     } else {  // machine 0 then judges this machine by its heartbeats alone
-      spdlog::debug("{}", listener.status().message());
+      spdlog::debug("{}", std::string(listener.status().message()));
     }
   }
 
@@ -108,7 +108,7 @@ class GrpcRendezvousClient final : public RendezvousClient {
         [this, attempt, on_event = std::move(on_event)] { RunWatch(attempt, on_event); });
     heartbeats_ =
         std::make_unique<Heartbeats>(HeartbeatMaker(attempt), [this](const std::string& why) {
-          absl::MutexLock lock(&mu_);
+          absl::MutexLock lost_lock(&mu_);
           if (stopping_) return;
           lost_reason_ = why;
           watch_context_->TryCancel();
