@@ -62,6 +62,18 @@ class Bridge:
             run("ip", "-n", ns, "addr", "add", f"{self.addr[m]}/24", "dev", "eth0")
             run("ip", "-n", ns, "link", "set", "eth0", "up")
             run("ip", "-n", ns, "link", "set", "lo", "up")
+        # Static neighbours: with every process starved of CPU, ARP (3 tries, 1 s apart, answered
+        # in softirq that may be pushed to a starved ksoftirqd) can fail and a worker's connect
+        # gets "No route to host"; this is about the launchers, not ARP.
+        macs = []
+        for ns in self.ns:
+            out = run("ip", "-n", ns, "-o", "link", "show", "eth0").stdout
+            macs.append(re.search(r"link/ether (\S+)", out).group(1))
+        for m, ns in enumerate(self.ns):
+            lines = "".join(f"neigh replace {self.addr[o]} lladdr {macs[o]} dev eth0 nud permanent\n"
+                            for o in range(len(self.ns)) if o != m)
+            subprocess.run(["ip", "-n", ns, "-batch", "-"], input=lines, check=True,
+                           capture_output=True, text=True, timeout=60)
 
     def pids(self) -> list:
         out = []
@@ -161,8 +173,6 @@ def trial(args, bridge: Bridge, number: int, work_root: str) -> tuple:
         if any(p.poll() is not None for p in procs):
             break
         time.sleep(0.5)
-    else:
-        pass
     started = all(progress(work, run_id, m) >= 1 for m in range(n))
     note = ""
     if started:
