@@ -184,8 +184,8 @@ def trial(args, bridge: Bridge, number: int, work_root: str) -> tuple:
         else:
             os.kill(pid, signal.SIGKILL)
     else:
-        note = f"training never started on every machine (exit codes " \
-               f"{[p.poll() for p in procs]})"
+        exited = sum(p.poll() is not None for p in procs)
+        note = f"training never started on every machine ({exited} launchers had exited); "
     start = time.monotonic()
     ended = bridge.wait_empty(args.bound)
     seconds = time.monotonic() - start
@@ -203,9 +203,9 @@ def trial(args, bridge: Bridge, number: int, work_root: str) -> tuple:
     root_ok = started and want.search(row) is not None and "signal 9" in row
     losses = [m for m in range(n) if LOSS.search(texts[m])]
     ok = started and ended and root_ok and not losses
-    if not ok and not note:
-        note = (f"ended: {ended}; machine 0's root cause: {row.strip()!r}; "
-                f"machines that said lost/unreachable/gone: {losses[:8]}")
+    if not ok:
+        note += (f"ended: {ended}; machine 0's root cause: {row.strip()!r}; "
+                 f"machines that said lost/unreachable/gone: {losses[:8]}")
         for m in losses[:2]:
             note += f"\n  m{m}: " + "; ".join(
                 line.strip() for line in texts[m].splitlines() if LOSS.search(line))[:400]
