@@ -37,8 +37,8 @@ inline constexpr int kSlurmPortSpan = 10000;
 inline constexpr milliseconds kHeartbeatInterval{500};
 inline constexpr int kMissedHeartbeatsProbe = 3;
 inline constexpr int kMissedHeartbeatsLost = 6;
-inline constexpr milliseconds kProbeAttemptTimeout{500};
-inline constexpr milliseconds kProbeUnansweredLost{1000};
+inline constexpr milliseconds kProbeAttemptTimeout{1500};
+inline constexpr milliseconds kProbeUnansweredLost{1500};
 inline constexpr seconds kSilentLost{30};
 // Deadline of a single unary RPC (KV Set/Get without wait, Abort report).
 inline constexpr seconds kRpcDeadline{10};

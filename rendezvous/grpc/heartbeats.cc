@@ -12,7 +12,14 @@ namespace accel::rendezvous {
 namespace {
 
 // Heartbeats in flight at once; a server that answers none of them gets no more until one ends.
-constexpr std::size_t kMaxInFlight = 8;
+constexpr std::size_t kMaxInFlight = 16;
+constexpr int kControl = -1;  // the prober's key for the control target
+
+// Returns `options` with the control off when there is no listener to be the control.
+LivenessOptions WithControl(LivenessOptions options, bool have_listener) {
+  options.confirm_with_control = options.confirm_with_control && have_listener;
+  return options;
+}
 
 }  // namespace
 
@@ -24,12 +31,12 @@ struct Heartbeats::Call {
 Heartbeats::Heartbeats(HeartbeatOptions options, std::function<void(const std::string&)> on_lost)
     : options_(std::move(options)),
       on_lost_(std::move(on_lost)),
-      server_(options_.liveness, absl::Now(), options_.server.has_value(),
-              "no answer to heartbeats") {
+      server_(WithControl(options_.liveness, options_.listener != nullptr), absl::Now(),
+              options_.server.has_value(), "no answer to heartbeats") {
   if (options_.server.has_value()) {
-    prober_ =
-        std::make_unique<TcpProber>([this](int, absl::Time started, bool answered, absl::Time now) {
-          OnProbe(started, answered, now);
+    prober_ = std::make_unique<TcpProber>(
+        [this](int key, absl::Time started, bool answered, absl::Time now) {
+          OnProbe(key, started, answered, now);
         });
   }
   thread_ = std::thread([this] { Run(); });
@@ -51,9 +58,13 @@ void Heartbeats::Stop() {
   stopping_ = true;
 }
 
-void Heartbeats::OnProbe(absl::Time started, bool answered, absl::Time now) {
+void Heartbeats::OnProbe(int key, absl::Time started, bool answered, absl::Time now) {
   absl::MutexLock lock(&mu_);
-  server_.ProbeResult(started, answered, now);
+  if (key == kControl) {
+    if (answered) server_.ControlAnswered(started);
+  } else {
+    server_.ProbeResult(started, answered, now);
+  }
 }
 
 void Heartbeats::Send() {
@@ -63,7 +74,9 @@ void Heartbeats::Send() {
     absl::MutexLock lock(&mu_);
     if (stopping_ || in_flight_.size() >= kMaxInFlight) return;
     call = std::make_shared<Call>();
-    PrepareContext(call->context, options_.token, absl::Now() + options_.liveness.lost_after());
+    // A late answer still shows the server alive when it comes (the verdict is the liveness
+    // rules', not this deadline's): wait for one as long as silence is tolerated at all.
+    PrepareContext(call->context, options_.token, absl::Now() + options_.liveness.silent_lost);
     call->context.set_wait_for_ready(false);
     id = next_call_++;
     in_flight_[id] = call;
@@ -103,7 +116,12 @@ void Heartbeats::Run() {
         stopping_ = true;
       } else {
         targets.clear();
-        if (server_.WantsProbe(now)) targets.push_back(*options_.server);
+        if (server_.WantsProbe(now)) {
+          targets.push_back(*options_.server);
+          if (options_.listener != nullptr) {  // the control: this machine's own probe port
+            targets.push_back(ProbeTarget{kControl, "localhost", options_.listener->port()});
+          }
+        }
         if (now >= next_send) {
           send = true;
           next_send = now + interval;  // after a stall, no burst

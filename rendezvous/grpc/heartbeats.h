@@ -52,7 +52,7 @@ class Heartbeats {
   struct Call;
   void Run();
   void Send() ABSL_LOCKS_EXCLUDED(mu_);
-  void OnProbe(absl::Time started, bool answered, absl::Time now);
+  void OnProbe(int key, absl::Time started, bool answered, absl::Time now);
 
   const HeartbeatOptions options_;
   const std::function<void(const std::string&)> on_lost_;

@@ -39,6 +39,8 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& add
   return std::make_pair(host, port);
 }
 
+constexpr int kControl = -1;  // the prober's key for the server's own port
+
 bool IsWildcard(const std::string& host) {
   return host.empty() || host == "0.0.0.0" || host == "::" || host == "*";
 }
@@ -111,7 +113,11 @@ class GrpcRendezvousServer final : public RendezvousServer {
     JoinCoordinator* coordinator = coordinator_.get();
     prober_ = std::make_unique<TcpProber>(
         [coordinator](int rank, absl::Time started, bool answered, absl::Time now) {
-          coordinator->ProbeResult(rank, started, answered, now);
+          if (rank == kControl) {
+            coordinator->ControlResult(started, answered, now);
+          } else {
+            coordinator->ProbeResult(rank, started, answered, now);
+          }
         });
     timer_ = std::thread([this] { TimerLoop(); });
     const bool loopback = host_ == "localhost" || host_ == "::1" || host_.rfind("127.", 0) == 0;
@@ -172,7 +178,15 @@ class GrpcRendezvousServer final : public RendezvousServer {
       const absl::Time now = absl::Now();
       const absl::Time next =
           std::min({coordinator_->Tick(now), table_->ExpireWaiters(now), now + sweep});
-      prober_->SetTargets(coordinator_->ProbeTargets(now));
+      std::vector<ProbeTarget> targets = coordinator_->ProbeTargets(now);
+      if (!targets.empty()) {  // beside them, the server's own port: the control
+        const std::string self = endpoint();
+        const std::size_t colon = self.rfind(':');
+        std::string host = self.substr(0, colon);
+        if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+        targets.push_back(ProbeTarget{kControl, host, port_});
+      }
+      prober_->SetTargets(targets);
       absl::MutexLock lock(&mu_);
       next_wake_ = next;
       while (!stopping_ && absl::Now() < next_wake_) {

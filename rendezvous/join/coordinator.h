@@ -92,6 +92,9 @@ class JoinCoordinator {
   // Records one probe attempt of machine `machine_rank`'s host (begun at `started`); a machine
   // that is silent and unanswered long enough is lost at once.
   void ProbeResult(int machine_rank, absl::Time started, bool answered, absl::Time now);
+  // Records one control attempt (of the server's own port, probed beside the machines): when
+  // answered, the machines' unanswered attempts begun no later count (join/liveness.h).
+  void ControlResult(absl::Time started, bool answered, absl::Time now);
   absl::Status Report(const v1::ReportRequest& request, absl::Time now);
 
   // Fires the join timeout and heartbeat losses due at `now`; returns when next to call.

@@ -136,6 +136,25 @@ std::vector<ProbeTarget> JoinCoordinator::ProbeTargets(absl::Time now) {
   return targets;
 }
 
+void JoinCoordinator::ControlResult(absl::Time started, bool answered, absl::Time now) {
+  if (!answered) return;
+  Outbox out;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_ || phase_ != Phase::kRunning) return;
+    for (auto& [rank, member] : members_) {
+      if (member.done) continue;
+      member.liveness.ControlAnswered(started);
+      const Liveness::Verdict verdict = member.liveness.Check(now);
+      if (verdict.lost) {
+        LostLocked(rank, verdict.why, out);
+        break;
+      }
+    }
+  }
+  Deliver(out);
+}
+
 void JoinCoordinator::ProbeResult(int machine_rank, absl::Time started, bool answered,
                                   absl::Time now) {
   Outbox out;

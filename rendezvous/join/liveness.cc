@@ -23,6 +23,7 @@ Liveness::Liveness(const LivenessOptions& options, absl::Time now, bool probed, 
 void Liveness::Heartbeat(absl::Time now) {
   last_heartbeat_ = std::max(last_heartbeat_, now);
   unanswered_since_ = absl::InfiniteFuture();
+  unconfirmed_since_ = absl::InfiniteFuture();
 }
 
 void Liveness::ProbeResult(absl::Time started, bool answered, absl::Time now) {
@@ -30,9 +31,21 @@ void Liveness::ProbeResult(absl::Time started, bool answered, absl::Time now) {
   if (answered) {
     last_answer_ = std::max(last_answer_, now);
     unanswered_since_ = absl::InfiniteFuture();
+    unconfirmed_since_ = absl::InfiniteFuture();
+  } else if (options_.confirm_with_control) {
+    unconfirmed_since_ = std::min(unconfirmed_since_, started);
   } else {
     unanswered_since_ = std::min(unanswered_since_, started);
   }
+}
+
+void Liveness::ControlAnswered(absl::Time control_started) {
+  if (unconfirmed_since_ == absl::InfiniteFuture() ||
+      control_started + absl::Milliseconds(100) < unconfirmed_since_) {
+    return;
+  }
+  unanswered_since_ = std::min(unanswered_since_, unconfirmed_since_);
+  unconfirmed_since_ = absl::InfiniteFuture();
 }
 
 bool Liveness::WantsProbe(absl::Time now) const {

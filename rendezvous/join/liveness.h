@@ -13,8 +13,11 @@
 //   silent >= silent_lost                          lost although its host answers (a launcher
 //                                                   stopped or deadlocked)
 //
-// A peer that cannot be probed (no probe target) is lost after lost_after of silence. A process
-// that dies is noticed elsewhere: its Watch stream (or its connection) closes.
+// An unanswered attempt counts once a control attempt (to this side's own port) begun no
+// earlier was answered: it shows this side could complete a handshake, so the silence is the
+// peer's (confirm_with_control). A peer that cannot be probed (no probe target) is lost after
+// lost_after of silence. A process that dies is noticed elsewhere: its Watch stream (or its
+// connection) closes.
 //
 // Not thread-safe: the owner guards it.
 #ifndef ACCEL_RENDEZVOUS_JOIN_LIVENESS_H_
@@ -34,6 +37,10 @@ struct LivenessOptions {
   // How long every probe attempt must have gone unanswered before a silent peer is lost.
   absl::Duration probe_unanswered = absl::FromChrono(defaults::kProbeUnansweredLost);
   absl::Duration silent_lost = absl::FromChrono(defaults::kSilentLost);
+  // Whether an unanswered probe counts only once a control probe (of this side's own port, begun
+  // no earlier than it) was answered: then a prober whose own kernel or network stack is too
+  // starved to complete any handshake blames nobody.
+  bool confirm_with_control = true;
 
   absl::Duration probe_after() const { return heartbeat_interval * missed_heartbeats_probe; }
   absl::Duration lost_after() const { return heartbeat_interval * missed_heartbeats_lost; }
@@ -64,6 +71,9 @@ class Liveness {
   // Records one probe attempt of the peer's host, begun at `started`, ended at `now`. Attempts
   // begun before the last heartbeat or the last answered attempt are stale and ignored.
   void ProbeResult(absl::Time started, bool answered, absl::Time now);
+  // Records that a control attempt begun at `control_started` was answered: unanswered attempts
+  // of the peer begun no later (within 100 ms) now count.
+  void ControlAnswered(absl::Time control_started);
 
   struct Verdict {
     bool lost = false;
@@ -82,8 +92,9 @@ class Liveness {
   bool probed_;
   std::string silence_;
   absl::Time last_heartbeat_;
-  absl::Time last_answer_ = absl::InfinitePast();         // last answered probe attempt
-  absl::Time unanswered_since_ = absl::InfiniteFuture();  // first unanswered attempt since then
+  absl::Time last_answer_ = absl::InfinitePast();          // last answered probe attempt
+  absl::Time unanswered_since_ = absl::InfiniteFuture();   // first unanswered attempt since then
+  absl::Time unconfirmed_since_ = absl::InfiniteFuture();  // ... awaiting a control answer
 };
 
 }  // namespace accel::rendezvous

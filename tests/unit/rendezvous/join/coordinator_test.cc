@@ -376,10 +376,12 @@ class ProbedCoordinatorTest : public CoordinatorTest {
         EXPECT_EQ(target.host, "10.0.0." + std::to_string(target.key + 1));
         EXPECT_EQ(target.port, 40000 + target.key);
         coordinator_->ProbeResult(target.key, now, host_answers, now + absl::Milliseconds(50));
+        if (control_answers_) coordinator_->ControlResult(now, true, now + absl::Milliseconds(60));
       }
     }
   }
   std::set<int> probed_;
+  bool control_answers_ = true;  // the server's own port answers its control probes
 };
 
 TEST_F(ProbedCoordinatorTest, ABusyMachineWhoseHostAnswersIsNotLost) {
@@ -404,6 +406,19 @@ TEST_F(ProbedCoordinatorTest, ASilentMachineWhoseHostDoesNotAnswerIsLostInThreeS
   EXPECT_EQ(s0->events[0].root_cause().message(),
             "machine 1 lost: no heartbeat for 3.0 s and its host does not answer (no answer to "
             "probes for 1.5 s) (host host1, address 10.0.0.2)");
+}
+
+// A server too starved to complete even a handshake with itself blames nobody for the silence.
+TEST_F(ProbedCoordinatorTest, UnansweredProbesBlameNobodyWhileTheControlDoesNotAnswer) {
+  JoinProbed();
+  auto s0 = WatchAs(0);
+  control_answers_ = false;
+  Run(/*silent=*/1, /*host_answers=*/false, absl::Seconds(29.9));
+  EXPECT_TRUE(s0->events.empty());
+  coordinator_->ControlResult(kT0 + absl::Seconds(29.8), true, kT0 + absl::Seconds(29.95));
+  ASSERT_EQ(s0->events.size(), 1u);  // now the unanswered attempts count
+  EXPECT_THAT(s0->events[0].root_cause().message(),
+              HasSubstr("machine 1 lost: no heartbeat for 29.9 s and its host does not answer"));
 }
 
 TEST_F(ProbedCoordinatorTest, ALateHeartbeatLossNeverReplacesTheFirstFailure) {

@@ -18,6 +18,13 @@ using ::testing::HasSubstr;
 const absl::Time kT0 = absl::FromUnixSeconds(1'000'000);
 absl::Time At(double seconds) { return kT0 + absl::Seconds(seconds); }
 
+// The rules without the control: every unanswered attempt counts at once.
+LivenessOptions Unconfirmed() {
+  LivenessOptions o;
+  o.confirm_with_control = false;
+  return o;
+}
+
 TEST(LivenessTest, UnprobedPeerIsLostAfterTheMissedHeartbeats) {
   Liveness l(LivenessOptions{}, kT0, /*probed=*/false);
   EXPECT_FALSE(l.Check(At(2.999)).lost);
@@ -42,7 +49,7 @@ TEST(LivenessTest, BusyPeerWhoseHostAnswersIsLostOnlyAfterSilentLost) {
 }
 
 TEST(LivenessTest, CutOffPeerIsLostAtTheHeartbeatLimit) {
-  Liveness l(LivenessOptions{}, kT0, /*probed=*/true);
+  Liveness l(Unconfirmed(), kT0, /*probed=*/true);
   l.ProbeResult(At(1.5), false, At(2.0));
   l.ProbeResult(At(2.0), false, At(2.5));
   EXPECT_FALSE(l.Check(At(2.99)).lost);
@@ -53,13 +60,33 @@ TEST(LivenessTest, CutOffPeerIsLostAtTheHeartbeatLimit) {
             "no heartbeat for 3.0 s and its host does not answer (no answer to probes for 1.5 s)");
 }
 
-TEST(LivenessTest, AnAnswerOrAHeartbeatRestartsTheUnansweredWindow) {
+// The default: an unanswered attempt counts once this side's own port answered a control attempt
+// begun no earlier; while nothing local answers either, the prober is the one starved.
+TEST(LivenessTest, UnansweredProbesCountOnlyOnceTheControlAnswers) {
   Liveness l(LivenessOptions{}, kT0, /*probed=*/true);
+  l.ProbeResult(At(1.5), false, At(3.0));
+  EXPECT_FALSE(l.Check(At(3.0)).lost);
+  l.ControlAnswered(At(1.0));  // begun before the failed attempt: proves nothing about it
+  EXPECT_FALSE(l.Check(At(3.1)).lost);
+  EXPECT_FALSE(l.Check(At(29.9)).lost);
+  l.ControlAnswered(At(1.45));  // begun with it (within 100 ms)
+  const Liveness::Verdict v = l.Check(At(3.2));
+  EXPECT_TRUE(v.lost);
+  EXPECT_THAT(v.why, HasSubstr("no heartbeat for 3.2 s and its host does not answer"));
+  Liveness answered(LivenessOptions{}, kT0, true);
+  answered.ProbeResult(At(1.5), false, At(3.0));
+  answered.ProbeResult(At(3.0), true, At(3.01));  // answered before the control came
+  answered.ControlAnswered(At(3.0));
+  EXPECT_FALSE(answered.Check(At(3.2)).lost);
+}
+
+TEST(LivenessTest, AnAnswerOrAHeartbeatRestartsTheUnansweredWindow) {
+  Liveness l(Unconfirmed(), kT0, /*probed=*/true);
   l.ProbeResult(At(1.5), false, At(2.0));
   l.ProbeResult(At(2.0), true, At(2.1));   // the host answered: busy
   l.ProbeResult(At(2.5), false, At(3.0));  // then stopped answering (link down now)
-  EXPECT_FALSE(l.Check(At(3.4)).lost);
-  EXPECT_TRUE(l.Check(At(3.5)).lost);  // 1 s of unanswered probes, silent for 3.5 s
+  EXPECT_FALSE(l.Check(At(3.9)).lost);
+  EXPECT_TRUE(l.Check(At(4.0)).lost);  // 1.5 s of unanswered probes, silent for 4 s
   l.Heartbeat(At(3.6));
   EXPECT_FALSE(l.Check(At(3.7)).lost);
   l.ProbeResult(At(3.5), false, At(4.0));  // begun before the heartbeat: stale
@@ -119,7 +146,7 @@ bool ReferenceLost(const LivenessOptions& o, const std::vector<Input>& history, 
 }
 
 TEST(LivenessTest, RandomHistoriesAgreeWithTheReferenceAndNextIsExact) {
-  const LivenessOptions o;
+  const LivenessOptions o = Unconfirmed();
   std::mt19937 random(29);
   for (int trial = 0; trial < 2000; ++trial) {
     Liveness l(o, kT0, /*probed=*/true);
