@@ -32,8 +32,9 @@ inline constexpr int kSlurmPortSpan = 10000;
 // kProbeAttemptTimeout after another. It is lost when it has been silent for
 // kMissedHeartbeatsLost intervals and no probe has been answered for kProbeUnansweredLost (link
 // down, host gone), or when silent for kSilentLost although its host answers (a stopped or
-// deadlocked launcher). A launcher that dies closes its Watch stream and is lost at once. Each
-// agent judges machine 0's server by the same rules.
+// deadlocked launcher). An unanswered probe counts only once the prober's own port answered a
+// probe begun no earlier (join/liveness.h). A launcher that dies closes its Watch stream and is
+// lost at once. Each agent judges machine 0's server by the same rules.
 inline constexpr milliseconds kHeartbeatInterval{500};
 inline constexpr int kMissedHeartbeatsProbe = 3;
 inline constexpr int kMissedHeartbeatsLost = 6;
