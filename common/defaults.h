@@ -25,9 +25,22 @@ inline constexpr int kMainProcessPort = 29500;
 // node of a job, different for jobs that share a first node (below Linux's ephemeral ports).
 inline constexpr int kSlurmPortBase = 10000;
 inline constexpr int kSlurmPortSpan = 10000;
-// Agent heartbeat period and how many missed periods declare an agent lost.
+// Heartbeats and lost machines (docs/config.md "Heartbeats and lost machines"). Every agent
+// heartbeats machine 0's server every kHeartbeatInterval from a thread that does nothing else. A
+// machine silent for kMissedHeartbeatsProbe intervals is suspect: its host is probed (a TCP
+// connect its kernel answers, whether or not its launcher gets CPU time), one attempt of
+// kProbeAttemptTimeout after another. It is lost when it has been silent for
+// kMissedHeartbeatsLost intervals and no probe has been answered for kProbeUnansweredLost (link
+// down, host gone), or when silent for kSilentLost although its host answers (a stopped or
+// deadlocked launcher). An unanswered probe counts only once the prober's own port answered a
+// probe begun no earlier (join/liveness.h). A launcher that dies closes its Watch stream and is
+// lost at once. Each agent judges machine 0's server by the same rules.
 inline constexpr milliseconds kHeartbeatInterval{500};
+inline constexpr int kMissedHeartbeatsProbe = 3;
 inline constexpr int kMissedHeartbeatsLost = 6;
+inline constexpr milliseconds kProbeAttemptTimeout{1500};
+inline constexpr milliseconds kProbeUnansweredLost{1500};
+inline constexpr seconds kSilentLost{30};
 // Deadline of a single unary RPC (KV Set/Get without wait, Abort report).
 inline constexpr seconds kRpcDeadline{10};
 // Backoff while the rendezvous server is not up yet.

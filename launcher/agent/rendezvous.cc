@@ -198,6 +198,11 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
   client_options.machine_rank = plan.machine_rank;
   client_options.run_id = plan.run_id;
   client_options.hostname = host;
+  if (server != nullptr) {
+    // The server runs in this process: starved, both are; it is never "unreachable" from here
+    // (the other machines judge it).
+    client_options.liveness.silent_lost = absl::InfiniteDuration();
+  }
   auto client = rendezvous::NewGrpcRendezvousClient(client_options);
   if (!client.ok()) {
     return Annotate(client.status(), "create rendezvous client");

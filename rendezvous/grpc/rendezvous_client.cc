@@ -2,11 +2,13 @@
 #include "rendezvous/grpc/rendezvous_client.h"
 
 #include <memory>
+#include <optional>
 #include <thread>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/random/random.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
@@ -17,6 +19,8 @@
 #include "rendezvous/grpc/auth.h"
 #include "rendezvous/grpc/channel.h"
 #include "rendezvous/grpc/client_convert.h"
+#include "rendezvous/grpc/heartbeats.h"
+#include "rendezvous/grpc/tcp_probe.h"
 
 namespace accel::rendezvous {
 namespace {
@@ -30,7 +34,14 @@ std::string RandomNonce() {
 class GrpcRendezvousClient final : public RendezvousClient {
  public:
   GrpcRendezvousClient(const ClientOptions& options, std::shared_ptr<grpc::Channel> channel)
-      : options_(options), stub_(v1::Rendezvous::NewStub(channel)), nonce_(RandomNonce()) {}
+      : options_(options), stub_(v1::Rendezvous::NewStub(channel)), nonce_(RandomNonce()) {
+    absl::StatusOr<ProbeListener> listener = ProbeListener::Open();
+    if (listener.ok()) {
+      listener_.emplace(*std::move(listener));
+    } else {  // machine 0 then judges this machine by its heartbeats alone
+      spdlog::debug("{}", std::string(listener.status().message()));
+    }
+  }
 
   ~GrpcRendezvousClient() override {
     StopWatch();
@@ -40,6 +51,7 @@ class GrpcRendezvousClient final : public RendezvousClient {
   absl::StatusOr<JoinResult> Join(const JoinRequest& request, absl::Time deadline) override {
     v1::JoinRequest proto = ToProto(request);
     proto.set_agent_nonce(nonce_);
+    proto.set_probe_port(listener_.has_value() ? listener_->port() : 0);
     const std::string operation = absl::StrCat("join rendezvous at ", options_.endpoint);
     absl::Duration backoff = options_.backoff_initial;
     while (true) {
@@ -94,7 +106,13 @@ class GrpcRendezvousClient final : public RendezvousClient {
     lost_reason_.clear();
     watch_thread_ = std::thread(
         [this, attempt, on_event = std::move(on_event)] { RunWatch(attempt, on_event); });
-    heartbeat_thread_ = std::thread([this, attempt] { RunHeartbeats(attempt); });
+    heartbeats_ =
+        std::make_unique<Heartbeats>(HeartbeatMaker(attempt), [this](const std::string& why) {
+          absl::MutexLock lost_lock(&mu_);
+          if (stopping_) return;
+          lost_reason_ = why;
+          watch_context_->TryCancel();
+        });
     return absl::OkStatus();
   }
 
@@ -104,7 +122,7 @@ class GrpcRendezvousClient final : public RendezvousClient {
       if (!watching_) return;
       stopping_ = true;
       if (watch_context_) watch_context_->TryCancel();
-      stop_cv_.SignalAll();
+      if (heartbeats_) heartbeats_->Stop();
     }
     // From the event callback (the watch thread) the threads are joined later instead.
     if (std::this_thread::get_id() != watch_thread_.get_id()) JoinThreads();
@@ -125,7 +143,12 @@ class GrpcRendezvousClient final : public RendezvousClient {
     if (watch_thread_.joinable() && std::this_thread::get_id() != watch_thread_.get_id()) {
       watch_thread_.join();
     }
-    if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+    std::unique_ptr<Heartbeats> heartbeats;
+    {
+      absl::MutexLock lock(&mu_);
+      heartbeats = std::move(heartbeats_);
+    }
+    heartbeats.reset();  // waits for its thread and calls, without mu_ (its on_lost takes it)
     absl::MutexLock lock(&mu_);
     if (!watch_thread_.joinable()) watching_ = false;
   }
@@ -159,50 +182,35 @@ class GrpcRendezvousClient final : public RendezvousClient {
         delivered.server_unreachable = true;
       }
       const bool stopped = stopping_;
-      stopping_ = true;  // ends the heartbeats
-      stop_cv_.SignalAll();
+      stopping_ = true;
+      if (heartbeats_) heartbeats_->Stop();
       if (stopped) return;
     }
     on_event(delivered);
   }
 
-  void RunHeartbeats(std::int64_t attempt) {
-    const Identity identity = CurrentIdentity();
-    v1::HeartbeatRequest request;
-    request.set_run_id(identity.run_id);
-    request.set_machine_rank(options_.machine_rank);
-    request.set_attempt(attempt);
-    request.set_machine_secret(identity.secret);
-    // The server is lost when no heartbeat has been answered for this long.
-    const absl::Duration lost_after = options_.heartbeat_interval * defaults::kMissedHeartbeatsLost;
-    absl::Time last_answer = absl::Now();
-    absl::MutexLock lock(&mu_);
-    while (!stopping_) {
-      stop_cv_.WaitWithTimeout(&mu_, options_.heartbeat_interval);
-      if (stopping_) break;
-      mu_.Unlock();
-      grpc::ClientContext context;
-      PrepareContext(context, options_.token,
-                     absl::Now() + std::min(options_.rpc_deadline, lost_after));
-      context.set_wait_for_ready(false);
-      v1::Ack ack;
-      const grpc::Status status = stub_->Heartbeat(&context, request, &ack);
-      const absl::Time now = absl::Now();
-      // Any answer, even an error, shows the server is alive.
-      if (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
-          status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
-        last_answer = now;
-      } else {
-        spdlog::debug("heartbeat: {}", status.error_message());
+  // Returns what the heartbeats of `attempt` need: the request, the server to probe.
+  HeartbeatOptions HeartbeatMaker(std::int64_t attempt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    HeartbeatOptions o;
+    o.stub = stub_.get();
+    o.token = options_.token;
+    o.request.set_run_id(identity_.run_id);
+    o.request.set_machine_rank(options_.machine_rank);
+    o.request.set_attempt(attempt);
+    o.request.set_machine_secret(identity_.secret);
+    o.liveness = options_.liveness;
+    const std::size_t colon = options_.endpoint.rfind(':');
+    int port = 0;
+    if (colon != std::string::npos &&
+        absl::SimpleAtoi(options_.endpoint.substr(colon + 1), &port)) {
+      std::string host = options_.endpoint.substr(0, colon);
+      if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+        host = host.substr(1, host.size() - 2);
       }
-      mu_.Lock();
-      if (now - last_answer > lost_after && !stopping_) {
-        lost_reason_ = absl::StrFormat("no answer to heartbeats for %.1f s",
-                                       absl::ToDoubleSeconds(now - last_answer));
-        watch_context_->TryCancel();
-        break;
-      }
+      o.server = ProbeTarget{0, host, port};
     }
+    o.listener = listener_.has_value() ? &*listener_ : nullptr;
+    return o;
   }
 
   absl::Status SendReport(v1::ReportRequest::Kind kind, std::int64_t attempt,
@@ -237,7 +245,6 @@ class GrpcRendezvousClient final : public RendezvousClient {
   const std::string nonce_;
 
   absl::Mutex mu_;
-  absl::CondVar stop_cv_;
   bool watching_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::string lost_reason_ ABSL_GUARDED_BY(mu_);  // why the heartbeats gave up on the server
@@ -245,7 +252,8 @@ class GrpcRendezvousClient final : public RendezvousClient {
   // Set in Watch before the threads start; read by them.
   std::unique_ptr<grpc::ClientContext> watch_context_;
   std::thread watch_thread_;
-  std::thread heartbeat_thread_;
+  std::unique_ptr<Heartbeats> heartbeats_ ABSL_GUARDED_BY(mu_);
+  std::optional<ProbeListener> listener_;  // set in the constructor
 };
 
 }  // namespace

@@ -2,7 +2,9 @@
 //
 // One agent per machine: Join an attempt (blocks until every machine of the attempt has joined),
 // then Watch it (a background stream delivering abort / restart / done, plus heartbeats that keep
-// this machine from being declared lost), and report how the local workers ended.
+// this machine from being declared lost), and report how the local workers ended. The client
+// listens on a probe port (tcp_probe.h) that it sends in every Join, so that machine 0 can tell
+// this machine busy from gone while it is silent; it judges machine 0's server the same way.
 //
 // The types (join/types.h) are plain structs, so callers need neither gRPC nor the generated
 // protos.
@@ -26,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/defaults.h"
+#include "rendezvous/join/liveness.h"
 #include "rendezvous/join/types.h"
 
 namespace accel::rendezvous {
@@ -40,7 +43,9 @@ struct ClientOptions {
   std::string run_id;
   std::string hostname;
   absl::Duration rpc_deadline = absl::FromChrono(defaults::kRpcDeadline);
-  absl::Duration heartbeat_interval = absl::FromChrono(defaults::kHeartbeatInterval);
+  // Heartbeat period, and when machine 0's server is lost (join/liveness.h): the same rules the
+  // server applies to machines.
+  LivenessOptions liveness;
   absl::Duration backoff_initial = absl::FromChrono(defaults::kConnectBackoffInitial);
   absl::Duration backoff_max = absl::FromChrono(defaults::kConnectBackoffMax);
 };

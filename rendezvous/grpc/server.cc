@@ -15,6 +15,7 @@
 #include "rendezvous/grpc/auth.h"
 #include "rendezvous/grpc/rendezvous_service.h"
 #include "rendezvous/grpc/store_service.h"
+#include "rendezvous/grpc/tcp_probe.h"
 #include "rendezvous/join/coordinator.h"
 #include "rendezvous/join/result.h"
 #include "rendezvous/store/kv_table.h"
@@ -38,6 +39,8 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& add
   return std::make_pair(host, port);
 }
 
+constexpr int kControl = -1;  // the prober's key for the server's own port
+
 bool IsWildcard(const std::string& host) {
   return host.empty() || host == "0.0.0.0" || host == "::" || host == "*";
 }
@@ -47,11 +50,12 @@ absl::Status Validate(const ServerOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("start rendezvous server: num_machines=", o.num_machines, "; need >= 1"));
   }
-  if (o.num_processes < 0 || o.rdzv_timeout <= absl::ZeroDuration() ||
-      o.heartbeat_interval <= absl::ZeroDuration() || o.missed_heartbeats_lost < 1) {
+  if (o.num_processes < 0 || o.rdzv_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
-        "start rendezvous server: num_processes, rdzv_timeout, heartbeat_interval and "
-        "missed_heartbeats_lost must be positive");
+        "start rendezvous server: num_processes and rdzv_timeout must be positive");
+  }
+  if (const std::string why = ValidateLiveness(o.liveness); !why.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("start rendezvous server: ", why));
   }
   if (o.tls_cert_path.empty() != o.tls_key_path.empty()) {
     return absl::InvalidArgumentError(
@@ -106,6 +110,15 @@ class GrpcRendezvousServer final : public RendezvousServer {
       return absl::UnavailableError(
           absl::StrCat("start rendezvous server: cannot listen on ", options_.bind_address));
     }
+    JoinCoordinator* coordinator = coordinator_.get();
+    prober_ = std::make_unique<TcpProber>(
+        [coordinator](int rank, absl::Time started, bool answered, absl::Time now) {
+          if (rank == kControl) {
+            coordinator->ControlResult(started, answered, now);
+          } else {
+            coordinator->ProbeResult(rank, started, answered, now);
+          }
+        });
     timer_ = std::thread([this] { TimerLoop(); });
     const bool loopback = host_ == "localhost" || host_ == "::1" || host_.rfind("127.", 0) == 0;
     if (options_.token.empty() && !loopback) {
@@ -144,6 +157,7 @@ class GrpcRendezvousServer final : public RendezvousServer {
       server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
     }
     if (timer_.joinable()) timer_.join();
+    prober_.reset();  // no probe result reaches the coordinator after this
   }
 
  private:
@@ -156,13 +170,23 @@ class GrpcRendezvousServer final : public RendezvousServer {
     }
   }
 
-  // Fires join timeouts, heartbeat losses and KV wait deadlines, sleeping until the next one.
+  // Fires join timeouts, heartbeat losses and KV wait deadlines, and points the prober at the
+  // silent machines, sleeping until the next one.
   void TimerLoop() {
     const absl::Duration sweep = absl::FromChrono(defaults::kServerSweepInterval);
     while (true) {
       const absl::Time now = absl::Now();
       const absl::Time next =
           std::min({coordinator_->Tick(now), table_->ExpireWaiters(now), now + sweep});
+      std::vector<ProbeTarget> targets = coordinator_->ProbeTargets(now);
+      if (!targets.empty()) {  // beside them, the server's own port: the control
+        const std::string self = endpoint();
+        const std::size_t colon = self.rfind(':');
+        std::string host = self.substr(0, colon);
+        if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+        targets.push_back(ProbeTarget{kControl, host, port_});
+      }
+      prober_->SetTargets(targets);
       absl::MutexLock lock(&mu_);
       next_wake_ = next;
       while (!stopping_ && absl::Now() < next_wake_) {
@@ -180,6 +204,7 @@ class GrpcRendezvousServer final : public RendezvousServer {
   std::unique_ptr<RendezvousService> rendezvous_service_;
   std::unique_ptr<StoreService> store_service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<TcpProber> prober_;  // probes silent machines' hosts for the coordinator
   std::thread timer_;
 
   absl::Mutex mu_;

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/defaults.h"
+#include "rendezvous/join/liveness.h"
 
 namespace accel::rendezvous {
 
@@ -39,8 +40,8 @@ struct ServerOptions {
   std::string tls_cert_path;  // both set = TLS; both empty = plaintext
   std::string tls_key_path;
   absl::Duration rdzv_timeout = absl::FromChrono(defaults::kRdzvTimeout);  // from first join
-  absl::Duration heartbeat_interval = absl::FromChrono(defaults::kHeartbeatInterval);
-  int missed_heartbeats_lost = defaults::kMissedHeartbeatsLost;
+  // When a silent machine is probed and when it is lost (join/liveness.h).
+  LivenessOptions liveness;
   bool strict = false;  // version mismatch is an error, not a warning
   KvLimits limits;
 };

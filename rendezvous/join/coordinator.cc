@@ -29,9 +29,7 @@ std::string Printable(std::string_view text) {
 }  // namespace
 
 JoinCoordinator::JoinCoordinator(ServerOptions options, Hooks hooks)
-    : options_(std::move(options)),
-      hooks_(std::move(hooks)),
-      lost_after_(options_.heartbeat_interval * options_.missed_heartbeats_lost) {}
+    : options_(std::move(options)), hooks_(std::move(hooks)) {}
 
 void JoinCoordinator::Deliver(Outbox& out) {
   if (out.completion.has_value()) {
@@ -210,8 +208,10 @@ void JoinCoordinator::CompleteLocked(absl::Time now, Outbox& out) {
   for (auto& [rank, pending] : pending_) {
     completion.machines.push_back(pending.machine);
     completion.dones.push_back(std::move(pending.done));
-    members_[rank] =
-        Member{std::move(pending.machine), now, false, 0, nullptr, false, secrets[i++]};
+    const bool probed = pending.machine.request.probe_port() > 0;
+    members_.emplace(
+        rank, Member{std::move(pending.machine), Liveness(options_.liveness, now, probed), false, 0,
+                     nullptr, false, secrets[i++]});
   }
   pending_.clear();
   warnings_.clear();
@@ -307,14 +307,12 @@ absl::Time JoinCoordinator::Tick(absl::Time now) {
     if (phase_ == Phase::kRunning) {
       for (auto& [rank, member] : members_) {
         if (member.done) continue;
-        if (now - member.last_heartbeat < lost_after_) {
-          next = std::min(next, member.last_heartbeat + lost_after_);
+        const Liveness::Verdict verdict = member.liveness.Check(now);
+        if (!verdict.lost) {
+          next = std::min(next, verdict.next);
           continue;
         }
-        LostLocked(rank,
-                   absl::StrFormat("no heartbeat for %.1f s",
-                                   absl::ToDoubleSeconds(now - member.last_heartbeat)),
-                   out);
+        LostLocked(rank, verdict.why, out);
         break;
       }
     }

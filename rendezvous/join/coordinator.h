@@ -5,8 +5,10 @@
 // all with the timeout report after rdzv_timeout from the first arrival, or at once with the
 // reason when a machine with the job's token is refused: a config that differs, a duplicate
 // machine_rank, a count that does not match). A running attempt
-// watches its machines: a broken Watch stream or heartbeats missing for
-// heartbeat_interval * missed_heartbeats_lost aborts the attempt on every machine.
+// watches its machines: a broken Watch stream aborts the attempt on every machine at once; a
+// silent machine is probed (ProbeTargets, ProbeResult) and lost by the rules of join/liveness.h,
+// so a machine that is only busy is not. This is the one place a machine is declared lost, and
+// only while the attempt runs: a loss never replaces the root cause of an attempt already ended.
 //
 // Time comes in as arguments (`now`) and Tick(now) fires what is due, so tests and the fuzzer
 // drive it deterministically; the server calls Tick from one timer thread.
@@ -33,6 +35,7 @@
 #include "accel/rendezvous/v1/rendezvous.pb.h"
 #include "rendezvous/grpc/server.h"
 #include "rendezvous/join/checks.h"
+#include "rendezvous/join/liveness.h"
 #include "rendezvous/join/result.h"
 
 namespace accel::rendezvous {
@@ -83,6 +86,15 @@ class JoinCoordinator {
   void WatchBroken(Id id, absl::Time now);
 
   absl::Status Heartbeat(const v1::HeartbeatRequest& request, absl::Time now);
+  // Returns the hosts to probe now: the running attempt's silent machines that gave a probe port.
+  // ProbeTarget.key is the machine rank.
+  std::vector<ProbeTarget> ProbeTargets(absl::Time now);
+  // Records one probe attempt of machine `machine_rank`'s host (begun at `started`); a machine
+  // that is silent and unanswered long enough is lost at once.
+  void ProbeResult(int machine_rank, absl::Time started, bool answered, absl::Time now);
+  // Records one control attempt (of the server's own port, probed beside the machines): when
+  // answered, the machines' unanswered attempts begun no later count (join/liveness.h).
+  void ControlResult(absl::Time started, bool answered, absl::Time now);
   absl::Status Report(const v1::ReportRequest& request, absl::Time now);
 
   // Fires the join timeout and heartbeat losses due at `now`; returns when next to call.
@@ -108,7 +120,7 @@ class JoinCoordinator {
   };
   struct Member {
     JoinedMachine machine;
-    absl::Time last_heartbeat;
+    Liveness liveness;
     bool done = false;
     Id watch_id = 0;
     std::shared_ptr<EventSink> sink;
@@ -155,7 +167,6 @@ class JoinCoordinator {
 
   const ServerOptions options_;
   const Hooks hooks_;
-  const absl::Duration lost_after_;
 
   absl::Mutex mu_;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;

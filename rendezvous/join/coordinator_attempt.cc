@@ -119,9 +119,55 @@ absl::Status JoinCoordinator::Heartbeat(const v1::HeartbeatRequest& request, abs
                                           request.attempt(), request.machine_secret());
   if (!status.ok()) return status;
   if (request.attempt() == attempt_ && phase_ == Phase::kRunning) {
-    members_.at(request.machine_rank()).last_heartbeat = now;
+    members_.at(request.machine_rank()).liveness.Heartbeat(now);
   }
   return absl::OkStatus();
+}
+
+std::vector<ProbeTarget> JoinCoordinator::ProbeTargets(absl::Time now) {
+  std::vector<ProbeTarget> targets;
+  absl::MutexLock lock(&mu_);
+  if (shut_down_ || phase_ != Phase::kRunning) return targets;
+  for (const auto& [rank, member] : members_) {
+    if (member.done || !member.liveness.WantsProbe(now)) continue;
+    targets.push_back(
+        ProbeTarget{rank, member.machine.address, member.machine.request.probe_port()});
+  }
+  return targets;
+}
+
+void JoinCoordinator::ControlResult(absl::Time started, bool answered, absl::Time now) {
+  if (!answered) return;
+  Outbox out;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_ || phase_ != Phase::kRunning) return;
+    for (auto& [rank, member] : members_) {
+      if (member.done) continue;
+      member.liveness.ControlAnswered(started);
+      const Liveness::Verdict verdict = member.liveness.Check(now);
+      if (verdict.lost) {
+        LostLocked(rank, verdict.why, out);
+        break;
+      }
+    }
+  }
+  Deliver(out);
+}
+
+void JoinCoordinator::ProbeResult(int machine_rank, absl::Time started, bool answered,
+                                  absl::Time now) {
+  Outbox out;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_ || phase_ != Phase::kRunning) return;
+    auto it = members_.find(machine_rank);
+    if (it == members_.end() || it->second.done) return;
+    it->second.liveness.ProbeResult(started, answered, now);
+    const Liveness::Verdict verdict = it->second.liveness.Check(now);
+    if (verdict.lost) LostLocked(machine_rank, verdict.why, out);
+  }
+  Deliver(out);
 }
 
 absl::Status JoinCoordinator::Report(const v1::ReportRequest& request, absl::Time /*now*/) {

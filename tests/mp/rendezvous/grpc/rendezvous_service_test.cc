@@ -24,8 +24,10 @@ using ::testing::StartsWith;
 constexpr char kToken[] = "s3cret-token";
 
 std::unique_ptr<RendezvousServer> StartServer(int machines, absl::Duration timeout,
-                                              int processes = 0) {
+                                              int processes = 0,
+                                              LivenessOptions liveness = LivenessOptions{}) {
   ServerOptions options;
+  options.liveness = liveness;
   options.bind_address = "127.0.0.1:0";
   options.num_machines = machines;
   options.num_processes = processes;
@@ -174,8 +176,12 @@ TEST(RendezvousMpTest, SigkilledAgentAbortsEveryOtherAgentWithinFiveSeconds) {
   std::printf("abort reached all agents %s after SIGKILL\n", absl::FormatDuration(noticed).c_str());
 }
 
-TEST(RendezvousMpTest, FrozenAgentIsLostByMissedHeartbeatsWithinFiveSeconds) {
-  auto server = StartServer(3, absl::Seconds(30));
+// A stopped agent's kernel still answers probes: it is "stopped or stuck", lost after the silent
+// limit (4 s here, 30 s by default), not after the 3 s that would also lose a busy one.
+TEST(RendezvousMpTest, FrozenAgentIsLostAfterTheSilentLimit) {
+  LivenessOptions liveness;
+  liveness.silent_lost = absl::Seconds(4);
+  auto server = StartServer(3, absl::Seconds(30), 0, liveness);
   ASSERT_NE(server, nullptr);
   std::vector<std::unique_ptr<ChildProcess>> agents;
   for (int rank = 0; rank < 3; ++rank) {
@@ -189,16 +195,48 @@ TEST(RendezvousMpTest, FrozenAgentIsLostByMissedHeartbeatsWithinFiveSeconds) {
   const absl::Time stopped_at = absl::Now();
   agents[1]->Signal(SIGSTOP);  // its connection stays open; only heartbeats stop
   for (int rank : {0, 2}) {
-    const std::string line = agents[rank]->WaitForLine("EVENT", stopped_at + absl::Seconds(5));
+    const std::string line = agents[rank]->WaitForLine("EVENT", stopped_at + absl::Seconds(6));
     EXPECT_THAT(line,
                 StartsWith("EVENT kind=abort machine=1 msg=machine 1 lost: no heartbeat for "))
         << agents[rank]->output();
+    EXPECT_THAT(line, HasSubstr("although its host answers (its launcher is stopped or stuck)"));
     EXPECT_THAT(line, HasSubstr("(host host1"));
   }
   const absl::Duration noticed = absl::Now() - stopped_at;
-  EXPECT_LT(noticed, absl::Seconds(5));
+  EXPECT_GE(noticed, absl::Seconds(3.5));
+  EXPECT_LT(noticed, absl::Seconds(6));
   std::printf("abort reached all agents %s after SIGSTOP\n", absl::FormatDuration(noticed).c_str());
   agents[1]->Signal(SIGKILL);
+}
+
+// An agent that gets no CPU time for longer than the heartbeat loss time (SIGSTOP for 4.5 s
+// stands for a launcher whose cores are taken) is late, not lost: its host answers the probes.
+TEST(RendezvousMpTest, AgentSilentForLongerThanTheLossTimeButAnsweringIsNotLost) {
+  auto server = StartServer(3, absl::Seconds(30));
+  ASSERT_NE(server, nullptr);
+  std::vector<std::unique_ptr<ChildProcess>> agents;
+  for (int rank = 0; rank < 3; ++rank) {
+    agents.push_back(StartAgent(server->endpoint(), rank, 3,
+                                {rank == 1 ? "--watch_ms=8000" : "--watch_ms=20000"}));
+  }
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  for (auto& agent : agents) {
+    ASSERT_THAT(agent->WaitForLine("JOINED", deadline), StartsWith("JOINED")) << agent->output();
+  }
+  absl::SleepFor(absl::Milliseconds(300));
+  agents[1]->Signal(SIGSTOP);
+  absl::SleepFor(absl::Milliseconds(4500));
+  agents[1]->Signal(SIGCONT);
+  // Machine 1 watches for 8 s and sees no abort; when it stops watching, its stream closes and
+  // the others are told so: that, not a heartbeat loss, is the first and only event.
+  EXPECT_EQ(agents[1]->WaitForLine("NO_EVENT", deadline), "NO_EVENT") << agents[1]->output();
+  EXPECT_THAT(agents[1]->output(), ::testing::Not(HasSubstr("EVENT kind")));
+  for (int rank : {0, 2}) {
+    EXPECT_THAT(agents[rank]->WaitForLine("EVENT", deadline),
+                StartsWith("EVENT kind=abort machine=1 msg=machine 1 lost: its connection to the "
+                           "rendezvous server closed"))
+        << agents[rank]->output();
+  }
 }
 
 TEST(RendezvousMpTest, FailureReportIsTheRootCauseEverywhere) {

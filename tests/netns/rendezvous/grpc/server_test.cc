@@ -6,6 +6,7 @@
 // added to the namespace the test runs in. TearDown deletes the namespaces (and so the links).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -153,10 +154,40 @@ TEST_F(NetnsTest, MachineWhoseLinkGoesDownIsLostEverywhereWithinFiveSeconds) {
     const std::string line = agents_[m]->WaitForLine("EVENT", down_at + absl::Seconds(5));
     EXPECT_THAT(line,
                 StartsWith("EVENT kind=abort machine=2 msg=machine 2 lost: no heartbeat for "));
+    EXPECT_THAT(line, HasSubstr("and its host does not answer"));  // probed, unanswered
     EXPECT_THAT(line, HasSubstr("(host node2, address " + Address(2) + ")"))
         << agents_[m]->output();
   }
   EXPECT_LT(absl::Now() - down_at, absl::Seconds(5));
+  // Machine 2 judges the server alike: no answer to heartbeats, its host unanswering.
+  const std::string lost = agents_[2]->WaitForLine("EVENT", down_at + absl::Seconds(5));
+  EXPECT_THAT(lost,
+              StartsWith("EVENT kind=server_lost machine=-1 msg=no answer to heartbeats for "));
+  EXPECT_THAT(lost, HasSubstr("and its host does not answer"));
+}
+
+// A machine that gets no CPU time for 4.5 s (SIGSTOP stands for cores taken by its workers) is
+// probed across the bridge, its kernel answers, and it is not lost; its stream closing when it
+// stops watching is then the first event.
+TEST_F(NetnsTest, MachineSilentButAnsweringAcrossTheBridgeIsNotLost) {
+  const std::string endpoint = StartMachineZero({"--watch_ms=30000"});
+  StartAgent(1, {"--endpoint=" + endpoint, "--watch_ms=30000"});
+  StartAgent(2, {"--endpoint=" + endpoint, "--watch_ms=8000"});
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  for (auto& agent : agents_) {
+    ASSERT_THAT(agent->WaitForLine("JOINED", deadline), StartsWith("JOINED")) << agent->output();
+  }
+  absl::SleepFor(absl::Milliseconds(300));
+  agents_[2]->Signal(SIGSTOP);
+  absl::SleepFor(absl::Milliseconds(4500));
+  agents_[2]->Signal(SIGCONT);
+  EXPECT_EQ(agents_[2]->WaitForLine("NO_EVENT", deadline), "NO_EVENT") << agents_[2]->output();
+  for (int m : {0, 1}) {
+    EXPECT_THAT(agents_[m]->WaitForLine("EVENT", deadline),
+                StartsWith("EVENT kind=abort machine=2 msg=machine 2 lost: its connection to the "
+                           "rendezvous server closed"))
+        << agents_[m]->output();
+  }
 }
 
 }  // namespace

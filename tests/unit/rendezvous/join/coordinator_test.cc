@@ -29,8 +29,8 @@ class CoordinatorTest : public ::testing::Test {
     options_.num_machines = machines;
     options_.num_processes = processes;
     options_.rdzv_timeout = absl::Seconds(30);
-    options_.heartbeat_interval = absl::Milliseconds(500);
-    options_.missed_heartbeats_lost = 6;
+    options_.liveness.heartbeat_interval = absl::Milliseconds(500);
+    options_.liveness.missed_heartbeats_lost = 6;
     JoinCoordinator::Hooks hooks;
     hooks.store_port = [] { return 7000; };
     hooks.pick_master_port = [] { return absl::StatusOr<int>(29500); };
@@ -340,6 +340,97 @@ TEST_F(CoordinatorTest, MissingHeartbeatsAbortEveryWatcher) {
   }
   Join(Request(0, 1, "late"));
   EXPECT_EQ(results_[0].back().status().code(), absl::StatusCode::kAborted);
+}
+
+// Machines that give a probe port (every real agent does) are judged by join/liveness.h.
+class ProbedCoordinatorTest : public CoordinatorTest {
+ protected:
+  void JoinProbed() {
+    for (int rank = 0; rank < 3; ++rank) {
+      v1::JoinRequest r = Request(rank, 1);
+      r.set_probe_port(40000 + rank);
+      Join(r);
+    }
+    for (int rank = 0; rank < 3; ++rank) ASSERT_TRUE(results_[rank].at(0).ok());
+  }
+  void HeartbeatFrom(int rank, absl::Time at) {
+    v1::HeartbeatRequest hb;
+    hb.set_run_id("r1");
+    hb.set_machine_rank(rank);
+    hb.set_machine_secret(SecretOf(rank));
+    ASSERT_TRUE(coordinator_->Heartbeat(hb, at).ok());
+  }
+  // Every machine but `silent` heartbeats every 500 ms up to `until`; machine `silent`'s host
+  // answers probes or not; the coordinator ticks every 100 ms.
+  void Run(int silent, bool host_answers, absl::Duration until) {
+    for (absl::Duration t = absl::ZeroDuration(); t <= until; t += absl::Milliseconds(100)) {
+      const absl::Time now = kT0 + t;
+      if (t % absl::Milliseconds(500) == absl::ZeroDuration()) {
+        for (int rank = 0; rank < 3; ++rank) {
+          if (rank != silent) HeartbeatFrom(rank, now);
+        }
+      }
+      coordinator_->Tick(now);
+      for (const ProbeTarget& target : coordinator_->ProbeTargets(now)) {
+        probed_.insert(target.key);
+        EXPECT_EQ(target.host, "10.0.0." + std::to_string(target.key + 1));
+        EXPECT_EQ(target.port, 40000 + target.key);
+        coordinator_->ProbeResult(target.key, now, host_answers, now + absl::Milliseconds(50));
+        if (control_answers_) coordinator_->ControlResult(now, true, now + absl::Milliseconds(60));
+      }
+    }
+  }
+  std::set<int> probed_;
+  bool control_answers_ = true;  // the server's own port answers its control probes
+};
+
+TEST_F(ProbedCoordinatorTest, ABusyMachineWhoseHostAnswersIsNotLost) {
+  JoinProbed();
+  auto s0 = WatchAs(0);
+  Run(/*silent=*/2, /*host_answers=*/true, absl::Seconds(29.9));
+  EXPECT_TRUE(s0->events.empty());
+  EXPECT_EQ(probed_, std::set<int>{2});
+  Run(2, true, absl::Seconds(30));
+  ASSERT_EQ(s0->events.size(), 1u);
+  EXPECT_THAT(s0->events[0].root_cause().message(),
+              HasSubstr("machine 2 lost: no heartbeat for 30.0 s although its host answers"));
+}
+
+TEST_F(ProbedCoordinatorTest, ASilentMachineWhoseHostDoesNotAnswerIsLostInThreeSeconds) {
+  JoinProbed();
+  auto s0 = WatchAs(0);
+  Run(/*silent=*/1, /*host_answers=*/false, absl::Seconds(2.9));
+  EXPECT_TRUE(s0->events.empty());
+  Run(1, false, absl::Seconds(3.0));
+  ASSERT_EQ(s0->events.size(), 1u);
+  EXPECT_EQ(s0->events[0].root_cause().message(),
+            "machine 1 lost: no heartbeat for 3.0 s and its host does not answer (no answer to "
+            "probes for 1.5 s) (host host1, address 10.0.0.2)");
+}
+
+// A server too starved to complete even a handshake with itself blames nobody for the silence.
+TEST_F(ProbedCoordinatorTest, UnansweredProbesBlameNobodyWhileTheControlDoesNotAnswer) {
+  JoinProbed();
+  auto s0 = WatchAs(0);
+  control_answers_ = false;
+  Run(/*silent=*/1, /*host_answers=*/false, absl::Seconds(29.9));
+  EXPECT_TRUE(s0->events.empty());
+  coordinator_->ControlResult(kT0 + absl::Seconds(29.8), true, kT0 + absl::Seconds(29.95));
+  ASSERT_EQ(s0->events.size(), 1u);  // now the unanswered attempts count
+  EXPECT_THAT(s0->events[0].root_cause().message(),
+              HasSubstr("machine 1 lost: no heartbeat for 29.9 s and its host does not answer"));
+}
+
+TEST_F(ProbedCoordinatorTest, ALateHeartbeatLossNeverReplacesTheFirstFailure) {
+  JoinProbed();
+  auto s0 = WatchAs(0);
+  ASSERT_TRUE(Report(1, v1::ReportRequest::FAILURE, "rank 1: signal 9").ok());
+  Run(/*silent=*/2, /*host_answers=*/false, absl::Seconds(40));
+  coordinator_->ProbeResult(2, kT0 + absl::Seconds(41), false, kT0 + absl::Seconds(42));
+  ASSERT_EQ(s0->events.size(), 1u);
+  EXPECT_EQ(s0->events[0].root_cause().message(), "rank 1: signal 9");
+  EXPECT_TRUE(probed_.empty());  // nothing is probed once the attempt has ended
+  EXPECT_EQ(WatchAs(2)->events.at(0).root_cause().message(), "rank 1: signal 9");
 }
 
 TEST_F(CoordinatorTest, BrokenWatchAbortsTheOthers) {
