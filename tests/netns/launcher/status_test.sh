@@ -7,14 +7,15 @@
 #     console and by `accel-launch status` within one straggler window (plus one status
 #     interval for the publication to travel);
 #   - `accel-launch report` draws the step-time PNG and names rank 3 as the hot row.
-# Needs root (exit 77 = skipped, with the reason). Creates and removes its namespaces.
+# Needs root (tests/testing/skip.sh: skipped with the reason, a failure under CI). Creates and removes its namespaces.
 # Usage: status_test.sh <accel-launch> <train.bin>
 set -euo pipefail
 launcher=$1
 train=$2
-if [[ $(id -u) -ne 0 ]]; then echo "SKIP: needs root for ip netns"; exit 77; fi
-command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
-command -v python3 >/dev/null || { echo "SKIP: python3 missing (reads the JSON)"; exit 77; }
+source "$(dirname "$0")/../../testing/skip.sh"
+[[ $(id -u) -eq 0 ]] || skip "needs root for ip netns (uid $(id -u))"
+command -v ip >/dev/null || skip "iproute2 missing"
+command -v python3 >/dev/null || skip "python3 missing (reads the JSON)"
 
 source "$(dirname "$0")/../../testing/two_machines.sh"
 port=$(( 29600 + $$ % 300 ))

@@ -19,6 +19,7 @@
 #include "launcher/process/os_util.h"
 #include "tests/testing/files.h"
 #include "tests/testing/launch_util.h"
+#include "tests/testing/skip.h"
 
 namespace accel::testing {
 namespace {
@@ -399,7 +400,8 @@ bool HaveTorchPython() {
 
 TEST_F(LaunchTest, UnmodifiedTorchDistributedScriptRuns) {
   if (!HaveTorchPython()) {
-    GTEST_SKIP() << "Debian's python3-torch is not installed (/usr/bin/python3 -c 'import torch')";
+    ACCEL_SKIP_OR_FAIL(
+        "Debian's python3-torch is not installed (/usr/bin/python3 -c 'import torch')");
   }
   RunResult r =
       Launch({"--num_processes", "2"},
@@ -414,7 +416,8 @@ TEST_F(LaunchTest, UnmodifiedTorchDistributedScriptRuns) {
 // hang is found from /proc (no CPU time, no output) and the rank that went idle first is named.
 TEST_F(LaunchTest, TorchScriptWhoseRanksWaitOnEachOtherEndsWithAnInferredRootCause) {
   if (!HaveTorchPython()) {
-    GTEST_SKIP() << "Debian's python3-torch is not installed (/usr/bin/python3 -c 'import torch')";
+    ACCEL_SKIP_OR_FAIL(
+        "Debian's python3-torch is not installed (/usr/bin/python3 -c 'import torch')");
   }
   RunResult r =
       Launch({"--num_processes", "2", "--hang_timeout", "3"},

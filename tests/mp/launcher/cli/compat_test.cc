@@ -27,6 +27,7 @@
 #include "tests/testing/files.h"
 #include "tests/testing/launch_util.h"
 #include "tests/testing/listener.h"
+#include "tests/testing/skip.h"
 
 namespace accel::testing {
 namespace {
@@ -143,7 +144,7 @@ class CompatTest : public ::testing::Test {
 };
 
 TEST_F(CompatTest, ATorchrunCommandLineRunsATorchDistributedScript) {
-  if (!HaveTorch()) GTEST_SKIP() << "Debian's python3-torch is not installed";
+  if (!HaveTorch()) ACCEL_SKIP_OR_FAIL("Debian's python3-torch is not installed");
   const std::string port = std::to_string(FreePort());
   // torchrun's own words, unchanged (accel-launch finds torch's python through ACCEL_PYTHON).
   RunResult r = Launch({"--nnodes=1", "--nproc-per-node=2", "--master_port", port, kTorchGloo});
@@ -169,7 +170,7 @@ TEST_F(CompatTest, TrainBinRunsUnderBothCommandLines) {
 }
 
 TEST_F(CompatTest, OneProcessAcceleratorSeesWhatAccelerateLaunchGivesIt) {
-  if (!HaveTorch()) GTEST_SKIP() << "Debian's python3-torch is not installed";
+  if (!HaveTorch()) ACCEL_SKIP_OR_FAIL("Debian's python3-torch is not installed");
   // The script's own Accelerator(gradient_accumulation_steps=4) is not overridden.
   RunResult r = Launch({"--cpu", kAccelerateEnv, ToJson(CpuJob(false, nullptr, nullptr)),
                         "--gradient-accumulation-steps", "4"});
@@ -184,7 +185,7 @@ TEST_F(CompatTest, OneProcessAcceleratorSeesWhatAccelerateLaunchGivesIt) {
 // accelerate_env.py joins gloo from RANK/WORLD_SIZE/MASTER_* and checks the ranks with an
 // all_reduce, and MASTER_PORT is the --main_process_port given.
 TEST_F(CompatTest, MultiCpuAcceleratorSeesWhatAccelerateLaunchGivesIt) {
-  if (!HaveTorch()) GTEST_SKIP() << "Debian's python3-torch is not installed";
+  if (!HaveTorch()) ACCEL_SKIP_OR_FAIL("Debian's python3-torch is not installed");
   const std::string port = std::to_string(FreePort());
   RunResult r =
       Launch({"--cpu", "--num_processes", "2", "--main_process_port", port, kAccelerateEnv,
@@ -211,7 +212,7 @@ TEST_F(CompatTest, MultiCpuAcceleratorSeesWhatAccelerateLaunchGivesIt) {
 }
 
 TEST_F(CompatTest, MultiGpuWorkerEnvironmentIsWhatAccelerateLaunchGives) {
-  if (!HaveTorch()) GTEST_SKIP() << "Debian's python3-torch is not installed";
+  if (!HaveTorch()) ACCEL_SKIP_OR_FAIL("Debian's python3-torch is not installed");
   // No GPU here: the multi-GPU plan's environment alone, checked by the same script.
   launcher::Config config;
   config.num_processes = 2;

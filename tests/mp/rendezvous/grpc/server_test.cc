@@ -18,6 +18,7 @@
 #include "rendezvous/grpc/channel.h"
 #include "rendezvous/grpc/rendezvous_client.h"
 #include "rendezvous/grpc/store_client.h"
+#include "tests/testing/skip.h"
 
 namespace accel::rendezvous {
 namespace {
@@ -455,7 +456,9 @@ TEST(GrpcTlsTest, TlsServerServesTlsClientsAndRefusesPlaintext) {
       "mkdir -p " + dir + " && timeout 60 openssl req -x509 -newkey rsa:2048 -nodes -days 1 " +
       "-subj /CN=localhost -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " + dir +
       "/key.pem -out " + dir + "/cert.pem >/dev/null 2>&1";
-  if (std::system(command.c_str()) != 0) GTEST_SKIP() << "openssl cannot make a test certificate";
+  if (std::system(command.c_str()) != 0) {
+    ACCEL_SKIP_OR_FAIL("openssl cannot make a test certificate");
+  }
   ServerOptions options;
   options.run_id = "run";
   options.token = "tok";

@@ -18,6 +18,7 @@
 #include "launcher/process/os_util.h"
 #include "tests/testing/files.h"
 #include "tests/testing/launch_util.h"
+#include "tests/testing/skip.h"
 
 namespace accel::testing {
 namespace {
@@ -30,9 +31,11 @@ const std::string kFake = FAKE_WORKER_PATH;
 class NetnsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "needs root for ip netns (euid " << ::geteuid() << ")";
+    if (::geteuid() != 0) {
+      ACCEL_SKIP_OR_FAIL("needs root for ip netns (euid " << ::geteuid() << ")");
+    }
     auto ip = launcher::ResolveProgram("ip", "/usr/sbin:/sbin:/usr/bin:/bin");
-    if (!ip.ok()) GTEST_SKIP() << "iproute2 missing: " << ip.status().message();
+    if (!ip.ok()) ACCEL_SKIP_OR_FAIL("iproute2 missing: " << ip.status().message());
     ip_ = *ip;
     ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
     const int id = ::getpid() % 200 + 20;
@@ -42,8 +45,9 @@ class NetnsTest : public ::testing::Test {
     addr_[1] = absl::StrCat("10.213.", id, ".2");
     const std::string veth0 = absl::StrCat("vag", ::getpid(), "a");
     const std::string veth1 = absl::StrCat("vag", ::getpid(), "b");
-    if (Ip({"netns", "add", ns_[0]}) != 0)
-      GTEST_SKIP() << "ip netns add failed (no CAP_SYS_ADMIN?)";
+    if (Ip({"netns", "add", ns_[0]}) != 0) {
+      ACCEL_SKIP_OR_FAIL("ip netns add failed (no CAP_SYS_ADMIN?)");
+    }
     created_ = true;
     ASSERT_EQ(Ip({"netns", "add", ns_[1]}), 0);
     ASSERT_EQ(Ip({"link", "add", veth0, "type", "veth", "peer", "name", veth1}), 0);
