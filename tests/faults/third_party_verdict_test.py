@@ -101,7 +101,7 @@ class RealServerTest(unittest.TestCase):
     def test_the_verdict_fails_when_the_intruders_calls_succeed(self):
         r = self.intrude("")  # no token on the server: every call gets through
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-        self.assertIn("ALLOWED no-token join OK", r.stdout)
+        self.assertIn("ALLOWED no-token store-set OK", r.stdout)  # it wrote into the store
         root_ok, ok, note = third_party_verdict(r.returncode, r.stdout, [0, 0], CLEAN, CLEAN, "")
         self.assertFalse(root_ok, r.stdout)
         self.assertFalse(ok)

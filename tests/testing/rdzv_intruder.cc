@@ -57,6 +57,8 @@ bool TryAll(const std::string& endpoint, const std::string& run_id, int machine_
     all_refused &=
         Report(label + " store-get", (*store)->Get("pg0/rank_0", absl::ZeroDuration()).status());
     all_refused &= Report(label + " store-set", (*store)->Set("intruder", "was here"));
+  } else {
+    all_refused &= Report(label + " store-connect", store.status());
   }
   ClientOptions options;
   options.endpoint = endpoint;
