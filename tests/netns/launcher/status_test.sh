@@ -114,8 +114,9 @@ echo "rank 3 named on machine 0's console after ${console} s, by status after ${
 limit=$(( window + 2 * interval ))
 (( console <= limit )) || fail "console named rank 3 after ${console} s, more than one window (${limit} s)"
 (( named <= limit )) || fail "status named rank 3 after ${named} s, more than one window (${limit} s)"
-status1 >"$work/table2.txt" || true
+status1 >"$work/table2.txt" || fail "status (table) on machine 1 failed while rank 3 was slowed"
 cat "$work/table2.txt"
+grep -q "straggler: rank 3$" "$work/table2.txt" || fail "status's table does not name rank 3 a straggler"
 # Another rank named too would make the line meaningless.
 if grep -E "rank [012] \(machine .*is a straggler" "$work/m0.log"; then
   fail "a rank that was not slowed was named a straggler"
