@@ -4,6 +4,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <regex>
@@ -189,8 +190,11 @@ TEST_F(NetnsTest, KilledWorkerOnMachineOneStopsBothMachinesFast) {
     EXPECT_THAT(results[m].err, HasSubstr("signal 9 (SIGKILL)"));
     EXPECT_TRUE(std::regex_search(results[m].err, root)) << results[m].err;
   }
-  // Both launchers are done well within 10 s of the kill, and no worker is left.
-  EXPECT_LT(absl::Now() - killed_at, absl::Seconds(10));
+  // Both launchers are done within 2 s of the kill (11-71 ms measured, 3 runs on the loaded
+  // 2-core VM; 2 s is the floor of the suite's timing bounds), and no worker is left.
+  const absl::Duration done = absl::Now() - killed_at;
+  std::printf("both launchers done %s after the kill\n", absl::FormatDuration(done).c_str());
+  EXPECT_LT(done, absl::Seconds(2));
   for (pid_t pid : pids) EXPECT_FALSE(Alive(pid)) << "pid " << pid;
 }
 
@@ -219,7 +223,9 @@ TEST_F(NetnsTest, InterruptedLauncherOnMachineZeroStopsMachineOne) {
   EXPECT_NE(results[1].exit_code, kExitOk) << results[1].err;
   EXPECT_THAT(results[1].err,
               HasSubstr("root cause machine 0: launcher interrupted by signal 15 (SIGTERM)"));
-  EXPECT_LT(absl::Now() - sent_at, absl::Seconds(10));
+  const absl::Duration done = absl::Now() - sent_at;
+  std::printf("both launchers done %s after SIGTERM\n", absl::FormatDuration(done).c_str());
+  EXPECT_LT(done, absl::Seconds(2));  // 11-72 ms measured
 }
 
 TEST_F(NetnsTest, MachineWhoseWorkersSucceededStillReportsTheOtherMachinesFailure) {
@@ -247,7 +253,9 @@ TEST_F(NetnsTest, MachineZeroLearnsWhyMachineOneWasRefusedAndExitsAtOnce) {
   }
   EXPECT_THAT(results[0].err, HasSubstr("machine_rank 1 (host "));
   EXPECT_THAT(results[0].err, HasSubstr("was refused, so this attempt cannot complete"));
-  EXPECT_LT(absl::Now() - start, absl::Seconds(10));  // not the 30 s rdzv_timeout
+  const absl::Duration done = absl::Now() - start;
+  std::printf("both launchers refused %s after the start\n", absl::FormatDuration(done).c_str());
+  EXPECT_LT(done, absl::Seconds(2));  // 0.23-0.40 s measured; not the 30 s rdzv_timeout
 }
 
 TEST_F(NetnsTest, FailureWithRestartsLeftRestartsEveryMachine) {
