@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -295,7 +296,10 @@ TEST_F(GrpcTest, ThousandsOfConcurrentWaitsAreReleasedByOneSet) {
   ASSERT_TRUE(Connect()->Set("go", "1").ok());
   finished.Wait();
   EXPECT_EQ(ok.load(), kWaiters);
-  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  const absl::Duration released = absl::Now() - start;
+  std::printf("%d waiters released %s after the set\n", kWaiters,
+              absl::FormatDuration(released).c_str());
+  EXPECT_LT(released, absl::Seconds(2));  // 0.34-0.49 s measured (3 runs, loaded 2-core VM)
 }
 
 TEST_F(GrpcTest, ShutdownFailsPendingWaitsPromptly) {
@@ -307,7 +311,10 @@ TEST_F(GrpcTest, ShutdownFailsPendingWaitsPromptly) {
   server_->Shutdown();
   waiter.join();
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
-  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  const absl::Duration failed = absl::Now() - start;
+  std::printf("the pending wait failed %s after the shutdown\n",
+              absl::FormatDuration(failed).c_str());
+  EXPECT_LT(failed, absl::Seconds(1));  // 1 ms measured; not the wait's own 30 s
 }
 
 TEST_F(GrpcTest, AbandonedJoinIsWithdrawnSoItsRankCanJoinAgain) {
