@@ -86,9 +86,10 @@ class RealServerTest(unittest.TestCase):
             line = agent.stdout.readline()
             self.assertTrue(line.startswith("SERVING port="), line)
             port = line.split("=")[1].strip()
+            # Short deadlines: once the unprotected server's agent gives up, calls time out.
             return subprocess.run([TOOLS["intruder"], f"--endpoint=127.0.0.1:{port}",
-                                   "--run_id=verdict"], capture_output=True, text=True,
-                                  timeout=60)
+                                   "--run_id=verdict", "--deadline_ms=1000"],
+                                  capture_output=True, text=True, timeout=60)
         finally:
             agent.kill()
             agent.wait()
