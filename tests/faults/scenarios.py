@@ -371,7 +371,8 @@ def kill9_checkpoint(ctx):
     root_ok = bool(at) and int(at[-1]) > 0
     same = resumed.checksum() != "" and resumed.checksum() == clean
     ok = same and resumed.codes == [0, 0] and bool(during)
-    note = f"save in progress at the kill: {during or 'none'}; resumed at step {at[-1] if at else '?'}"
+    note = (f"save in progress at the kill: {during or 'none'}; resumed at step "
+            f"{at[-1] if at else '?'}; the clean run took {ctx.clean_seconds:.1f} s")
     if not (root_ok and ok):
         note += (f"; first run exit {job.codes}, resume exit {resumed.codes}, checksum "
                  f"{resumed.checksum()} vs {clean}; resume m0 tail {resumed.log(0)[-300:]!r}")
