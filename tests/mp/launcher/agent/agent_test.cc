@@ -392,18 +392,8 @@ TEST_F(LaunchTest, DryRunPrintsThePlanAndStartsNothing) {
   EXPECT_TRUE(ReadFile(dir_ + "/rank_0.pid").empty());
 }
 
-// Returns true when Debian's python3-torch is there for the torch.distributed scripts.
-bool HaveTorchPython() {
-  return ::access("/usr/bin/python3", X_OK) == 0 &&
-         RunCommand({"/usr/bin/python3", "-c", "import torch.distributed"}, {}, absl::Seconds(60))
-                 .exit_code == kExitOk;
-}
-
 TEST_F(LaunchTest, UnmodifiedTorchDistributedScriptRuns) {
-  if (!HaveTorchPython()) {
-    ACCEL_SKIP_OR_FAIL(
-        "Debian's python3-torch is not installed (/usr/bin/python3 -c 'import torch')");
-  }
+  if (!TorchPythonMissing().empty()) ACCEL_SKIP_OR_FAIL(TorchPythonMissing());
   RunResult r =
       Launch({"--num_processes", "2"},
              {"/usr/bin/python3", std::string(ACCEL_SOURCE_DIR) + "/tests/testing/torch_gloo.py"},
@@ -416,10 +406,7 @@ TEST_F(LaunchTest, UnmodifiedTorchDistributedScriptRuns) {
 // Uneven inputs: the ranks wait on each other forever. The script reports no progress, so the
 // hang is found from /proc (no CPU time, no output) and the rank that went idle first is named.
 TEST_F(LaunchTest, TorchScriptWhoseRanksWaitOnEachOtherEndsWithAnInferredRootCause) {
-  if (!HaveTorchPython()) {
-    ACCEL_SKIP_OR_FAIL(
-        "Debian's python3-torch is not installed (/usr/bin/python3 -c 'import torch')");
-  }
+  if (!TorchPythonMissing().empty()) ACCEL_SKIP_OR_FAIL(TorchPythonMissing());
   RunResult r =
       Launch({"--num_processes", "2", "--hang_timeout", "3"},
              {"/usr/bin/python3", std::string(ACCEL_SOURCE_DIR) + "/tests/testing/torch_uneven.py"},

@@ -119,14 +119,6 @@ class CompatTest : public ::testing::Test {
     }
     ::setenv("ACCEL_PYTHON", kPython.c_str(), 1);
   }
-  // Returns whether torch's Python is here (asked once: importing torch takes seconds).
-  static bool HaveTorch() {
-    static const bool have =
-        ::access(kPython.c_str(), X_OK) == 0 &&
-        RunCommand({kPython, "-c", "import torch.distributed"}, {}, absl::Seconds(60)).exit_code ==
-            kExitOk;
-    return have;
-  }
   static int FreePort() {
     absl::StatusOr<int> port = PickFreePort("127.0.0.1");
     EXPECT_TRUE(port.ok()) << port.status();
@@ -144,7 +136,7 @@ class CompatTest : public ::testing::Test {
 };
 
 TEST_F(CompatTest, ATorchrunCommandLineRunsATorchDistributedScript) {
-  if (!HaveTorch()) ACCEL_SKIP_OR_FAIL("Debian's python3-torch is not installed");
+  if (!TorchPythonMissing().empty()) ACCEL_SKIP_OR_FAIL(TorchPythonMissing());
   const std::string port = std::to_string(FreePort());
   // torchrun's own words, unchanged (accel-launch finds torch's python through ACCEL_PYTHON).
   RunResult r = Launch({"--nnodes=1", "--nproc-per-node=2", "--master_port", port, kTorchGloo});
@@ -170,7 +162,7 @@ TEST_F(CompatTest, TrainBinRunsUnderBothCommandLines) {
 }
 
 TEST_F(CompatTest, OneProcessAcceleratorSeesWhatAccelerateLaunchGivesIt) {
-  if (!HaveTorch()) ACCEL_SKIP_OR_FAIL("Debian's python3-torch is not installed");
+  if (!TorchPythonMissing().empty()) ACCEL_SKIP_OR_FAIL(TorchPythonMissing());
   // The script's own Accelerator(gradient_accumulation_steps=4) is not overridden.
   RunResult r = Launch({"--cpu", kAccelerateEnv, ToJson(CpuJob(false, nullptr, nullptr)),
                         "--gradient-accumulation-steps", "4"});
@@ -185,7 +177,7 @@ TEST_F(CompatTest, OneProcessAcceleratorSeesWhatAccelerateLaunchGivesIt) {
 // accelerate_env.py joins gloo from RANK/WORLD_SIZE/MASTER_* and checks the ranks with an
 // all_reduce, and MASTER_PORT is the --main_process_port given.
 TEST_F(CompatTest, MultiCpuAcceleratorSeesWhatAccelerateLaunchGivesIt) {
-  if (!HaveTorch()) ACCEL_SKIP_OR_FAIL("Debian's python3-torch is not installed");
+  if (!TorchPythonMissing().empty()) ACCEL_SKIP_OR_FAIL(TorchPythonMissing());
   const std::string port = std::to_string(FreePort());
   RunResult r =
       Launch({"--cpu", "--num_processes", "2", "--main_process_port", port, kAccelerateEnv,
@@ -212,7 +204,7 @@ TEST_F(CompatTest, MultiCpuAcceleratorSeesWhatAccelerateLaunchGivesIt) {
 }
 
 TEST_F(CompatTest, MultiGpuWorkerEnvironmentIsWhatAccelerateLaunchGives) {
-  if (!HaveTorch()) ACCEL_SKIP_OR_FAIL("Debian's python3-torch is not installed");
+  if (!TorchPythonMissing().empty()) ACCEL_SKIP_OR_FAIL(TorchPythonMissing());
   // No GPU here: the multi-GPU plan's environment alone, checked by the same script.
   launcher::Config config;
   config.num_processes = 2;
