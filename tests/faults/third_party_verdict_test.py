@@ -93,6 +93,7 @@ class RealServerTest(unittest.TestCase):
         finally:
             agent.kill()
             agent.wait()
+            agent.stdout.close()
 
     def test_a_token_protected_server_refuses_every_try(self):
         r = self.intrude("verdict-secret")
