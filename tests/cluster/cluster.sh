@@ -12,9 +12,11 @@
 # SLURM_CONF, the machines' addresses (N0_ADDR, N1_ADDR), the namespace names and the agent.
 # Names derive from DIR (a short hash), so two checkouts can run side by side.
 # Needs root, iproute2, nsenter/unshare (util-linux), munge, slurmctld, slurmd, slurm-client.
-# Exit 77 = cannot run here (the reason is printed), so CTest reports the tests as skipped.
+# Exit 77 = cannot run here (the reason is printed), so CTest reports the tests as skipped; under
+# CI (CI=true) or ACCEL_STRICT_TESTS=1 that is a failure instead (tests/testing/skip.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../testing/skip.sh"
 cmd=${1:?usage: cluster.sh up|down DIR}
 dir=${2:?usage: cluster.sh up|down DIR}
 case $dir in /*) ;; *) echo "cluster.sh: DIR must be absolute" >&2; exit 2 ;; esac
@@ -88,12 +90,12 @@ down() {
 }
 
 require() {
-  if [[ $(id -u) -ne 0 ]]; then echo "SKIP: the test cluster needs root"; exit 77; fi
+  [[ $(id -u) -eq 0 ]] || skip "the test cluster needs root (uid $(id -u))"
   local missing=()
   for tool in ip nsenter unshare munged slurmctld slurmd srun sbatch mpirun; do
     command -v "$tool" >/dev/null || missing+=("$tool")
   done
-  if ((${#missing[@]})); then echo "SKIP: missing ${missing[*]} (run scripts/install-deps)"; exit 77; fi
+  ((${#missing[@]} == 0)) || skip "missing ${missing[*]} (run scripts/install-deps)"
 }
 
 network() {

@@ -2,9 +2,9 @@
 # removed on exit, a hermetic environment for accel-launch, and the checksum comparison.
 # Expects: cluster_dir launcher train (set by the sourcing script).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../testing/skip.sh"
 if [[ ! -f $cluster_dir/cluster.env ]]; then
-  echo "SKIP: no test cluster at $cluster_dir (tests/cluster/cluster.sh up failed or was skipped)"
-  exit 77
+  skip "no test cluster at $cluster_dir (tests/cluster/cluster.sh up failed or was skipped)"
 fi
 # shellcheck disable=SC1091
 source "$cluster_dir/cluster.env"

@@ -98,6 +98,21 @@ class Job:
             time.sleep(0.05)
         return False
 
+    def wait_steps(self, steps: list, timeout: float):
+        """Returns [(monotonic time, step)] for each threshold in `steps` (ascending): when every
+        rank had first taken at least that many steps (polled every 10 ms), or None when that
+        did not happen within `timeout` or a launcher exited first."""
+        deadline = time.monotonic() + timeout
+        reached = []
+        while len(reached) < len(steps) and time.monotonic() < deadline:
+            step = min(self.progress_step(r // 2, r) for r in range(4))
+            while len(reached) < len(steps) and step >= steps[len(reached)]:
+                reached.append((time.monotonic(), step))
+            if any(p.poll() is not None for p in self.procs):
+                return None
+            time.sleep(0.01)
+        return reached if len(reached) == len(steps) else None
+
     def wait_output(self, machine: int, pattern: str, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

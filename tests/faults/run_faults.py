@@ -8,7 +8,9 @@ accel-launch, one fault per trial, N trials per scenario. Prints one table:
 
 A trial succeeds when every process of the job on both machines is gone within the scenario's
 bound (10 s; a hang: hang_timeout + 5 s), the root cause is named right, and the scenario's own
-checks hold. Needs root (exit 77 = skipped, with the reason). Exit 1 when any trial failed.
+checks hold. Needs root. Exit 0 when every trial passed, 1 when any failed, 77 when none failed
+and something could not run (no root, no namespaces, a scenario's missing package), with the
+reason; under CI (CI=true) or ACCEL_STRICT_TESTS=1 that is exit 1 (tests/testing/skip.py).
 
 Usage: run_faults.py --launcher L --train T --intruder I [--trials N]
                      [--scenarios a,b | --skip a,b] [--keep DIR]
@@ -22,10 +24,12 @@ import tempfile
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
 
 from cluster import Cluster  # noqa: E402
 from job import Tools  # noqa: E402
-from scenarios import SCENARIOS, Context, Outcome  # noqa: E402
+from scenarios import SCENARIOS, Context, Outcome, Skipped  # noqa: E402
+from skip import skip  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -56,8 +60,8 @@ def table(rows: list) -> str:
     head = f"{'scenario':<18} {'trials':>6} {'ok':>4} {'median s':>9} {'max s':>7} {'root cause':>11}"
     lines = [head, "-" * len(head)]
     for name, outcomes in rows:
-        if outcomes is None:
-            lines.append(f"{name:<18} {'skipped (no /usr/bin/python3 with torch)':>40}")
+        if isinstance(outcomes, Skipped):
+            lines.append(f"{name:<18} skipped: {outcomes.why}")
             continue
         times = [o.seconds for o in outcomes]
         lines.append(f"{name:<18} {len(outcomes):>6} {sum(o.ok for o in outcomes):>4} "
@@ -69,11 +73,9 @@ def table(rows: list) -> str:
 def main() -> int:
     args = parse_args()
     if os.geteuid() != 0:
-        print("SKIP: the fault suite needs root for ip netns")
-        return 77
+        return skip(f"the fault suite needs root for ip netns (euid {os.geteuid()})")
     if shutil.which("ip") is None:
-        print("SKIP: iproute2 missing")
-        return 77
+        return skip("iproute2 missing")
     tools = Tools(args.launcher, args.train, args.intruder, os.path.abspath(args.python_script),
                   os.path.abspath(args.python_ddp))
     cluster = Cluster()
@@ -84,8 +86,7 @@ def main() -> int:
         try:
             cluster.up()
         except Exception as e:  # noqa: BLE001 - any failure to build the namespaces skips
-            print(f"SKIP: cannot create network namespaces: {e}")
-            return 77
+            return skip(f"cannot create network namespaces: {e}")
         ctx = Context(cluster, tools, work)
         for name in args.chosen:
             outcomes = []
@@ -96,8 +97,8 @@ def main() -> int:
                     traceback.print_exc()
                     cluster.kill_all()
                     outcome = Outcome(0, False, False, False, "the trial crashed")
-                if outcome is None:
-                    outcomes = None
+                if isinstance(outcome, Skipped):
+                    outcomes = outcome
                     break
                 left = cluster.kill_all()
                 if left:
@@ -111,12 +112,16 @@ def main() -> int:
                                     dirs_exist_ok=True)
                 outcomes.append(outcome)
             rows.append((name, outcomes))
-            all_ok = all_ok and (outcomes is None or all(o.ok for o in outcomes))
+            all_ok = all_ok and (isinstance(outcomes, Skipped) or all(o.ok for o in outcomes))
     finally:
         cluster.down()
         shutil.rmtree(work, ignore_errors=True)
     print(table(rows))
-    return 0 if all_ok else 1
+    if not all_ok:
+        return 1
+    skipped = [f"{name}: {outcomes.why}" for name, outcomes in rows
+               if isinstance(outcomes, Skipped)]
+    return skip("scenario(s) skipped: " + "; ".join(skipped)) if skipped else 0
 
 
 if __name__ == "__main__":

@@ -25,6 +25,13 @@ class Outcome:
         self.note = note
 
 
+class Skipped:
+    """A scenario that cannot run here, and why (run_faults.py applies tests/testing/skip.py)."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
 class Context:
     """What every trial shares: the cluster, the programs, a work directory, fresh ports."""
 
@@ -36,6 +43,7 @@ class Context:
         self.count = 0
         self.last_work = ""  # the directory of the last trial's job (logs, scratch)
         self._clean = None
+        self.clean_seconds = 0.0  # how long the undisturbed run took (set with _clean)
 
     def job(self, name: str, run_id: str = None) -> Job:
         self.count += 1
@@ -51,7 +59,9 @@ class Context:
             job = self.job("clean")
             job.start(["--rdzv_token_file", job.token_file("token", "clean-secret")],
                       finite_program(self))
+            start = time.monotonic()
             job.finish(180)
+            self.clean_seconds = time.monotonic() - start
             self._clean = job.checksum()
         return self._clean
 
@@ -182,7 +192,7 @@ def python_uneven(ctx):
     if not os.access("/usr/bin/python3", os.X_OK) or subprocess.run(
             ["/usr/bin/python3", "-c", "import torch.distributed"],
             capture_output=True).returncode != 0:
-        return None  # skipped: no python3-torch
+        return Skipped("no /usr/bin/python3 with torch (Debian's python3-torch)")
     job = ctx.job("python-uneven")
     # torch's gloo binds where the host name resolves (loopback here): name each machine's link.
     job.start(["--rdzv_token_file", job.token_file("token", "s3cret"), "--hang_timeout", "5"],
@@ -205,34 +215,90 @@ def python_uneven(ctx):
     return Outcome(seconds, ended, root_ok, 0 not in job.codes, note)
 
 
+# The tries rdzv_intruder makes (each once without a token, once with a guessed one).
+INTRUDER_TRIES = [f"{label} {what}" for label in ("no-token", "guessed-token")
+                  for what in ("store-get", "store-set", "join", "report-failure")]
+
+
+def intruder_verdict(returncode: int, stdout: str) -> tuple:
+    """Judges rdzv_intruder's run: (every try refused for want of the token, why not). Each try
+    in INTRUDER_TRIES must have printed exactly one line, REFUSED, and the exit code must be 0: a
+    try that got through (ALLOWED), one that never ran, or a server that did not answer (ALLOWED
+    with UNAVAILABLE) fails it."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    problems = []
+    for want in INTRUDER_TRIES:
+        found = [line for line in lines if line.split(" ")[1:3] == want.split(" ")]
+        if len(found) != 1:
+            problems.append(f"{want}: {len(found)} lines")
+        elif not found[0].startswith("REFUSED "):
+            problems.append(found[0])
+    others = [line for line in lines if line.split(" ")[0] not in ("REFUSED", "ALLOWED")]
+    problems += [f"unexpected line {line!r}" for line in others]
+    if returncode != 0:
+        problems.append(f"exit {returncode}")
+    return not problems, "; ".join(problems)
+
+
+def third_party_verdict(intruder_rc: int, intruder_out: str, codes: list, checksum: str,
+                        clean: str, logs: str) -> tuple:
+    """(root_ok, ok, note) of a third-party trial: root_ok when every intruder try was refused;
+    ok when the job then finished on both machines with the undisturbed run's checksum and its
+    logs show no trace of the intruder's forged failure report."""
+    root_ok, why = intruder_verdict(intruder_rc, intruder_out)
+    problems = [] if root_ok else [f"intruder: {why}"]
+    if codes != [0, 0]:
+        problems.append(f"job exit {codes}, not [0, 0]")
+    if not checksum or checksum != clean:
+        problems.append(f"checksum {checksum!r} vs clean {clean!r}")
+    if "forged by rdzv_intruder" in logs:
+        problems.append("the intruder's forged failure report reached the job")
+    return root_ok, not problems, "; ".join(problems)
+
+
 def third_party(ctx):
-    """A job started with no token options, as a user would; a stranger on machine 1's network
-    who knows the endpoint (and the guessable default run id) tries to read, write, join and
-    abort it. Passes when every try is refused for want of the token and the job finishes (or
-    the job refused to start for want of a token, saying so)."""
-    job = ctx.job("third-party", run_id="")  # the default run id
-    job.start([], finite_program(ctx))
-    if not job.wait_training(min_step=1):
-        try:  # both launchers refusing to start is an outcome, judged below
-            for p in job.procs:
-                p.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            job.finish(5)
-            return Outcome(0, False, False, False, "training never started: " + job.log(0)[-300:])
-    guessed = f"job-{ctx.cluster.addr[0]}-{job.port}-4"  # the run id main used to choose
+    """A running, token-protected job; a stranger on machine 1's network who knows the endpoint
+    and the run id but not the token tries to read and write the job's store, join it and abort
+    it with a forged failure report, while the job trains. Passes when every try is refused and
+    the job finishes with the checksum of an undisturbed run. "s": the intruder's run."""
+    clean = ctx.clean_checksum()  # first: the run's logs are the trial's
+    job = ctx.job("third-party")
+    job.start(["--rdzv_token_file", job.token_file("token", "s3cret")], finite_program(ctx))
+    if not job.wait_training(min_step=2):
+        job.finish(5)
+        return Outcome(0, False, False, False, "training never started: " + job.log(0)[-300:])
+    start = time.monotonic()
     intruder = subprocess.run(
         ["ip", "netns", "exec", ctx.cluster.ns[1], ctx.tools.intruder,
-         f"--endpoint={ctx.cluster.addr[0]}:{job.port}", f"--run_id={guessed}"],
+         f"--endpoint={ctx.cluster.addr[0]}:{job.port}", f"--run_id={job.run_id}"],
         capture_output=True, text=True, timeout=60)
-    start = time.monotonic()
-    ended = job.finish(120)
     seconds = time.monotonic() - start
-    refused_to_start = job.codes == [2, 2] and "token" in job.log(0)
-    finished = job.codes == [0, 0]
-    root_ok = intruder.returncode == 0 or refused_to_start
-    note = "" if root_ok and (finished or refused_to_start) else (
-        f"job exit {job.codes}; intruder: {intruder.stdout.strip()!r}")
-    return Outcome(seconds, ended, root_ok, finished or refused_to_start, note)
+    # The tries must have met the job while it trained: it has not finished yet.
+    during = all(p.poll() is None for p in job.procs)
+    ended = job.finish(120)
+    root_ok, ok, note = third_party_verdict(intruder.returncode, intruder.stdout, job.codes,
+                                            job.checksum(), clean, job.log(0) + job.log(1))
+    if not during:
+        ok, note = False, f"the job ended before the intruder was done; {note}"
+    if note:
+        note += f"; intruder said {intruder.stdout.strip()!r} {intruder.stderr.strip()[-200:]!r}"
+    return Outcome(seconds, ended, root_ok, ok, note)
+
+
+def no_token_refused(ctx):
+    """A two-machine job started with no token option, as a user would: both launchers refuse to
+    start (exit 2) within seconds, saying a token is needed, and start nothing."""
+    job = ctx.job("no-token-refused", run_id="")  # the default (guessable) run id
+    start = time.monotonic()
+    job.start([], finite_program(ctx))
+    ended = job.finish(10)
+    seconds = time.monotonic() - start
+    said = "needs a rendezvous token, and none is configured"
+    root_ok = said in job.log(0) and said in job.log(1)
+    trained = job.progress_step(0, 0) >= 0 or job.progress_step(1, 2) >= 0
+    note = "" if root_ok and job.codes == [2, 2] and not trained else (
+        f"exit {job.codes}, a rank ran: {trained}; m0 {job.log(0)[-300:]!r}")
+    return Outcome(seconds, ended, root_ok, job.codes == [2, 2] and not trained, note)
 
 
 def token_mismatch(ctx):
@@ -250,35 +316,81 @@ def token_mismatch(ctx):
     return Outcome(seconds, ended, root_ok, job.codes == [3, 3], note)
 
 
+def save_in_progress(ckpt: str) -> str:
+    """Says which part of a save the files under `ckpt` show was under way when every process
+    was killed ("" when none): "<ckpt>.tmp" exists from the save's start until it is promoted,
+    "<ckpt>.old" while the previous checkpoint is being replaced (worker/src/checkpoint_dir.h)."""
+    if os.path.isdir(ckpt + ".old"):
+        return "promoting (.old present)"
+    if os.path.isdir(ckpt + ".tmp"):
+        return "writing (.tmp present)"
+    return ""
+
+
 def kill9_checkpoint(ctx):
     """kill -9 of every process of the job (both machines, one shared checkpoint directory)
-    while it saves a checkpoint every step; then --resume must go on from the last good state:
-    resumed at a step > 0, and the final parameters equal an undisturbed run's."""
+    while it saves a checkpoint every step, aimed at a save in progress; then --resume must go on
+    from the last good state: resumed at a step > 0, and the final parameters equal an
+    undisturbed run's. The trial records what the checkpoint directory shows of the save the
+    kill interrupted, and passes only when a save was in progress (the case under test). "s":
+    from the kill until the resumed job finished (bound: 3x this job's own start-up plus its
+    pace times the steps left)."""
     clean = ctx.clean_checksum()  # first: the run's logs are the trial's
     job = ctx.job("kill9-checkpoint")
     token = ["--rdzv_token_file", job.token_file("token", "s3cret")]
-    ckpt = ["--checkpoint-dir", os.path.join(job.work, "ckpt"), "--save-every", "1"]
-    job.start(token, finite_program(ctx, ckpt))
-    job.wait_training(min_step=20)
+    ckpt = os.path.join(job.work, "ckpt")
+    options = ["--checkpoint-dir", ckpt, "--save-every", "1"]
+    launched = time.monotonic()
+    job.start(token, finite_program(ctx, options))
+    reached = job.wait_steps([1, 10, 20], timeout=90)
+    if reached is None:
+        job.finish(5)
+        return Outcome(0, False, False, False, "training never reached step 20: " +
+                       job.log(0)[-300:])
+    # This job's own pace, checkpointing every step as the resume will: its start-up (launch to
+    # step 1) and its seconds per step (steps 10 to 20, under the machine's load right now).
+    startup = reached[0][0] - launched
+    pace = (reached[2][0] - reached[1][0]) / max(1, reached[2][1] - reached[1][1])
+    # Aim at a save: every pid of the job known first, then SIGKILL the moment a save's
+    # directory appears (a save takes a few milliseconds of each step).
+    pids = ctx.cluster.all_pids()
+    deadline = time.monotonic() + 10
+    while not os.path.isdir(ckpt + ".tmp") and time.monotonic() < deadline:
+        pass
     start = time.monotonic()
-    job.cluster.kill_all()
-    ended = job.finish(10)
-    seconds = time.monotonic() - start
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    ctx.cluster.kill_all()  # anything started since the pids were read
+    killed_ended = job.finish(10)
+    during = save_in_progress(ckpt)
     resumed = ctx.job("kill9-resume")
     resumed.work = job.work  # same checkpoint, same run directory
     resumed.logs = [os.path.join(job.work, f"resume-m{m}.log") for m in (0, 1)]
     resumed.env = job.env
     ctx.last_work = job.work
-    resumed.start(token, finite_program(ctx, ckpt + ["--resume"]))
-    resumed.finish(180)
+    resume_start = time.monotonic()
+    resumed.start(token, finite_program(ctx, options + ["--resume"]))
+    resumed.wait_output(0, r"resumed from \S+ at step \d+", 3 * startup)
+    at = re.findall(r"resumed from \S+ at step (\d+)", resumed.log(0))
+    # Normal: start up, then the steps left at this job's pace; the bound is 3x that.
+    normal = startup + pace * (FINITE_STEPS - (int(at[-1]) if at else 0))
+    left = 3 * normal - (time.monotonic() - resume_start)
+    ended = resumed.finish(max(left, 0)) and killed_ended
+    seconds = time.monotonic() - start
     at = re.findall(r"resumed from \S+ at step (\d+)", resumed.log(0))
     root_ok = bool(at) and int(at[-1]) > 0
     same = resumed.checksum() != "" and resumed.checksum() == clean
-    note = "" if root_ok and same else (
-        f"first run exit {job.codes}, resume exit {resumed.codes}, resumed at {at}, checksum "
-        f"{resumed.checksum()} vs {clean}; resume m0 tail "
-        f"{resumed.log(0)[-300:]!r}")
-    return Outcome(seconds, ended, root_ok, same and resumed.codes == [0, 0], note)
+    ok = same and resumed.codes == [0, 0] and bool(during)
+    note = (f"save in progress at the kill: {during or 'none'}; resumed at step "
+            f"{at[-1] if at else '?'}; bound 3 x {normal:.1f} s (start-up {startup:.1f} s, "
+            f"{pace * 1000:.0f} ms/step)")
+    if not (root_ok and ok):
+        note += (f"; first run exit {job.codes}, resume exit {resumed.codes}, checksum "
+                 f"{resumed.checksum()} vs {clean}; resume m0 tail {resumed.log(0)[-300:]!r}")
+    return Outcome(seconds, ended, root_ok, ok, note)
 
 
 def busy_machine(ctx):
@@ -356,6 +468,7 @@ SCENARIOS = {
     "hang-default": hang(0),
     "python-uneven": python_uneven,
     "token-mismatch": token_mismatch,
+    "no-token-refused": no_token_refused,
     "third-party": third_party,
     "kill9-checkpoint": kill9_checkpoint,
     "busy-machine": busy_machine,

@@ -144,6 +144,24 @@ inline bool Alive(pid_t pid) {
   return state != 'Z' && state != 'X';
 }
 
+// Returns why /usr/bin/python3 (Debian's python3-torch) cannot run the torch.distributed test
+// scripts, or "" when it can: missing, the import failing (its last error line), or the import
+// not done within 180 s (it took 62 s on the 2-core VM under eight builds). Asked once.
+inline const std::string& TorchPythonMissing() {
+  static const std::string why = [] {
+    const std::string probe = "/usr/bin/python3 -c 'import torch.distributed'";
+    if (::access("/usr/bin/python3", X_OK) != 0) return std::string("no /usr/bin/python3");
+    const RunResult r =
+        RunCommand({"/usr/bin/python3", "-c", "import torch.distributed"}, {}, absl::Seconds(180));
+    if (r.timed_out) return probe + " did not finish within 180 s";
+    if (r.exit_code == kExitOk) return std::string();
+    std::vector<std::string> lines = absl::StrSplit(r.err, '\n', absl::SkipWhitespace());
+    return probe + " failed (Debian's python3-torch missing?): " +
+           (lines.empty() ? "exit " + std::to_string(r.exit_code) : lines.back());
+  }();
+  return why;
+}
+
 }  // namespace accel::testing
 
 #endif  // ACCEL_TESTS_TESTING_LAUNCH_UTIL_H_

@@ -2,14 +2,15 @@
 # two_machines NAME SUBNET_BYTE sets ns0 ns1 addr0 addr1 (10.SUBNET_BYTE.<pid-derived>.1 and .2)
 # veth0 veth1 (each machine's end of the link), and work (a temporary directory), and installs an EXIT trap that kills everything in the
 # namespaces, removes them and the directory, after running the caller's `before_cleanup` if it
-# defines one. Exits 77 (skipped, with the reason) when namespaces cannot be made.
+# defines one. Skips (tests/testing/skip.sh) when namespaces cannot be made.
+source "$(dirname "${BASH_SOURCE[0]}")/skip.sh"
 two_machines() {
   local name=$1 subnet=$2 id=$(( $$ % 200 + 20 ))
   ns0=accel_${name}_$$_0 ns1=accel_${name}_$$_1
   addr0=10.$subnet.$id.1 addr1=10.$subnet.$id.2
   work=$(mktemp -d)
   trap _two_machines_cleanup EXIT
-  ip netns add "$ns0" || { echo "SKIP: ip netns add failed (no CAP_SYS_ADMIN?)"; exit 77; }
+  ip netns add "$ns0" || skip "ip netns add failed (no CAP_SYS_ADMIN?)"
   ip netns add "$ns1"
   local veth=v${name:0:2}$$
   veth0=${veth}a veth1=${veth}b

@@ -5,13 +5,14 @@
 # after saving and resuming checkpoints in one shared directory and in a directory per machine.
 # Two processes each: the hierarchical all-reduce (shared memory inside a machine, Gloo between
 # the machines' leaders) must give the same parameters as one process with four times the batch.
-# Needs root (exit 77 = skipped, with the reason). Creates and removes its namespaces.
+# Needs root (tests/testing/skip.sh: skipped with the reason, a failure under CI). Creates and removes its namespaces.
 # Usage: train_test.sh <accel-launch> <train.bin>
 set -euo pipefail
 launcher=$1
 train=$2
-if [[ $(id -u) -ne 0 ]]; then echo "SKIP: needs root for ip netns"; exit 77; fi
-command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
+source "$(dirname "$0")/../../testing/skip.sh"
+[[ $(id -u) -eq 0 ]] || skip "needs root for ip netns (uid $(id -u))"
+command -v ip >/dev/null || skip "iproute2 missing"
 
 source "$(dirname "$0")/../../testing/two_machines.sh"
 two_machines train 214

@@ -6,14 +6,15 @@
 #   - 2 machines, machine 1 slowed: the link 1 -> 0;
 #   - 3 machines, machine 2 slowed: the links 2 -> 0 and 2 -> 1, and machine 2 named;
 #   - and a launch with --preflight --strict on the slowed 2-machine job starts nothing, exit 1.
-# Needs root (exit 77 = skipped, with the reason). Creates and removes its namespaces.
+# Needs root (tests/testing/skip.sh: skipped with the reason, a failure under CI). Creates and removes its namespaces.
 # Usage: preflight_test.sh <accel-launch> <fake_worker>
 set -euo pipefail
 launcher=$1
 fake=$2
-if [[ $(id -u) -ne 0 ]]; then echo "SKIP: needs root for ip netns"; exit 77; fi
-command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
-command -v tc >/dev/null || { echo "SKIP: tc (iproute2) missing"; exit 77; }
+source "$(dirname "$0")/../../testing/skip.sh"
+[[ $(id -u) -eq 0 ]] || skip "needs root for ip netns (uid $(id -u))"
+command -v ip >/dev/null || skip "iproute2 missing"
+command -v tc >/dev/null || skip "tc (iproute2) missing"
 
 id=$(( $$ % 200 + 20 ))
 hub=accel_pf_$$_hub
@@ -30,7 +31,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-ip netns add "$hub" || { echo "SKIP: ip netns add failed (no CAP_SYS_ADMIN?)"; exit 77; }
+ip netns add "$hub" || skip "ip netns add failed (no CAP_SYS_ADMIN?)"
 ip -n "$hub" link add br0 type bridge
 ip -n "$hub" link set br0 up
 for m in 0 1 2; do

@@ -10,19 +10,21 @@
 # With --python SCRIPT the ranks run SCRIPT instead (tests/testing/torch_ddp.py: a plain
 # torch.distributed DDP script, unchanged), whose progress comes from the launcher's Python
 # progress module (launcher/python/); the same checks apply, and the live line must show steps.
-# Needs root (exit 77 = skipped, with the reason). Creates and removes its namespaces.
+# Needs root (tests/testing/skip.sh: skipped with the reason, a failure under CI). Creates and
+# removes its namespaces.
 # Usage: status_test.sh <accel-launch> <train.bin> [--python SCRIPT]
 set -euo pipefail
 launcher=$1
 train=$2
 script=
 [[ ${3:-} == --python ]] && script=$4
+source "$(dirname "$0")/../../testing/skip.sh"
 if [[ -n $script ]] && ! /usr/bin/python3 -c "import torch.distributed" 2>/dev/null; then
-  echo "SKIP: /usr/bin/python3 cannot import torch.distributed (python3-torch)"; exit 77
+  skip "/usr/bin/python3 cannot import torch.distributed (python3-torch)"
 fi
-if [[ $(id -u) -ne 0 ]]; then echo "SKIP: needs root for ip netns"; exit 77; fi
-command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
-command -v python3 >/dev/null || { echo "SKIP: python3 missing (reads the JSON)"; exit 77; }
+[[ $(id -u) -eq 0 ]] || skip "needs root for ip netns (uid $(id -u))"
+command -v ip >/dev/null || skip "iproute2 missing"
+command -v python3 >/dev/null || skip "python3 missing (reads the JSON)"
 
 source "$(dirname "$0")/../../testing/two_machines.sh"
 port=$(( 29600 + $$ % 300 ))
@@ -134,8 +136,9 @@ echo "rank 3 named on machine 0's console after ${console} s, by status after ${
 limit=$(( window + 2 * interval ))
 (( console <= limit )) || fail "console named rank 3 after ${console} s, more than one window (${limit} s)"
 (( named <= limit )) || fail "status named rank 3 after ${named} s, more than one window (${limit} s)"
-status1 >"$work/table2.txt" || true
+status1 >"$work/table2.txt" || fail "status (table) on machine 1 failed while rank 3 was slowed"
 cat "$work/table2.txt"
+grep -q "straggler: rank 3$" "$work/table2.txt" || fail "status's table does not name rank 3 a straggler"
 # Another rank named too would make the line meaningless.
 if grep -E "rank [012] \(machine .*is a straggler" "$work/m0.log"; then
   fail "a rank that was not slowed was named a straggler"

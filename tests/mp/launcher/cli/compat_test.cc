@@ -27,6 +27,7 @@
 #include "tests/testing/files.h"
 #include "tests/testing/launch_util.h"
 #include "tests/testing/listener.h"
+#include "tests/testing/skip.h"
 
 namespace accel::testing {
 namespace {
@@ -118,14 +119,6 @@ class CompatTest : public ::testing::Test {
     }
     ::setenv("ACCEL_PYTHON", kPython.c_str(), 1);
   }
-  // Returns whether torch's Python is here (asked once: importing torch takes seconds).
-  static bool HaveTorch() {
-    static const bool have =
-        ::access(kPython.c_str(), X_OK) == 0 &&
-        RunCommand({kPython, "-c", "import torch.distributed"}, {}, absl::Seconds(60)).exit_code ==
-            kExitOk;
-    return have;
-  }
   static int FreePort() {
     absl::StatusOr<int> port = PickFreePort("127.0.0.1");
     EXPECT_TRUE(port.ok()) << port.status();
@@ -143,7 +136,7 @@ class CompatTest : public ::testing::Test {
 };
 
 TEST_F(CompatTest, ATorchrunCommandLineRunsATorchDistributedScript) {
-  if (!HaveTorch()) GTEST_SKIP() << "Debian's python3-torch is not installed";
+  if (!TorchPythonMissing().empty()) ACCEL_SKIP_OR_FAIL(TorchPythonMissing());
   const std::string port = std::to_string(FreePort());
   // torchrun's own words, unchanged (accel-launch finds torch's python through ACCEL_PYTHON).
   RunResult r = Launch({"--nnodes=1", "--nproc-per-node=2", "--master_port", port, kTorchGloo});
@@ -169,7 +162,7 @@ TEST_F(CompatTest, TrainBinRunsUnderBothCommandLines) {
 }
 
 TEST_F(CompatTest, OneProcessAcceleratorSeesWhatAccelerateLaunchGivesIt) {
-  if (!HaveTorch()) GTEST_SKIP() << "Debian's python3-torch is not installed";
+  if (!TorchPythonMissing().empty()) ACCEL_SKIP_OR_FAIL(TorchPythonMissing());
   // The script's own Accelerator(gradient_accumulation_steps=4) is not overridden.
   RunResult r = Launch({"--cpu", kAccelerateEnv, ToJson(CpuJob(false, nullptr, nullptr)),
                         "--gradient-accumulation-steps", "4"});
@@ -184,7 +177,7 @@ TEST_F(CompatTest, OneProcessAcceleratorSeesWhatAccelerateLaunchGivesIt) {
 // accelerate_env.py joins gloo from RANK/WORLD_SIZE/MASTER_* and checks the ranks with an
 // all_reduce, and MASTER_PORT is the --main_process_port given.
 TEST_F(CompatTest, MultiCpuAcceleratorSeesWhatAccelerateLaunchGivesIt) {
-  if (!HaveTorch()) GTEST_SKIP() << "Debian's python3-torch is not installed";
+  if (!TorchPythonMissing().empty()) ACCEL_SKIP_OR_FAIL(TorchPythonMissing());
   const std::string port = std::to_string(FreePort());
   RunResult r =
       Launch({"--cpu", "--num_processes", "2", "--main_process_port", port, kAccelerateEnv,
@@ -211,7 +204,7 @@ TEST_F(CompatTest, MultiCpuAcceleratorSeesWhatAccelerateLaunchGivesIt) {
 }
 
 TEST_F(CompatTest, MultiGpuWorkerEnvironmentIsWhatAccelerateLaunchGives) {
-  if (!HaveTorch()) GTEST_SKIP() << "Debian's python3-torch is not installed";
+  if (!TorchPythonMissing().empty()) ACCEL_SKIP_OR_FAIL(TorchPythonMissing());
   // No GPU here: the multi-GPU plan's environment alone, checked by the same script.
   launcher::Config config;
   config.num_processes = 2;
@@ -240,13 +233,34 @@ TEST_F(CompatTest, EveryGoldenAccelerateConfigLaunches) {
     const std::string path = entry.path().string();
     if (entry.path().filename().string().rfind("accelerate-", 0) != 0) continue;
     if (path.find("two_machines") != std::string::npos) continue;  // below
-    RunResult r = Launch({"--config_file", path, "/bin/sh", "-c", "echo launched ${RANK:-alone}"},
+    // The file's num_processes, read here: exactly that many ranks run, each once.
+    std::smatch found;
+    const std::string text = ReadFile(path);
+    ASSERT_TRUE(std::regex_search(text, found, std::regex("\"?num_processes\"?: *([0-9]+)")))
+        << path;
+    const int want = std::stoi(found[1]);
+    RunResult r = Launch({"--config_file", path, "/bin/sh", "-c",
+                          "echo \"launched ${RANK:-unset} of ${WORLD_SIZE:-unset}\""},
                          absl::Seconds(60));
     EXPECT_EQ(r.exit_code, kExitOk) << path << "\n" << r.out << r.err;
-    EXPECT_THAT(r.out, HasSubstr("launched")) << path;
+    std::vector<std::string> lines;
+    const std::regex line("launched [^\n]*");
+    for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), line);
+         it != std::sregex_iterator(); ++it) {
+      lines.push_back(it->str());
+    }
+    // One process runs alone on the launcher's terminal with no rank variables, as under
+    // accelerate's simple launcher; more get RANK 0..N-1 of WORLD_SIZE N.
+    std::vector<std::string> expected = {"launched unset of unset"};
+    if (want > 1) expected.clear();
+    for (int rank = 0; want > 1 && rank < want; ++rank) {
+      expected.push_back("launched " + std::to_string(rank) + " of " + std::to_string(want));
+    }
+    std::sort(lines.begin(), lines.end());
+    EXPECT_EQ(lines, expected) << path << "\n" << r.out << r.err;
     ++launched;
   }
-  EXPECT_GE(launched, 15);
+  EXPECT_EQ(launched, 15);  // every golden file but the two-machine one
 }
 
 TEST_F(CompatTest, TheTwoMachineGoldenConfigLaunchesBothMachines) {

@@ -107,7 +107,8 @@ TEST(ExitCodesTest, OneHundredTwentyEightPlusNWhenTheLauncherIsInterrupted) {
                            ::kill(launcher, SIGTERM);
                          });
     EXPECT_EQ(r.exit_code, ExitCodeForSignal(SIGTERM)) << processes << r.err;
-    EXPECT_LT(r.elapsed, absl::Seconds(20));
+    // 1.5 s until the signal, then the stop: 1.53 s measured (3 runs, loaded 2-core VM).
+    EXPECT_LT(r.elapsed, absl::Seconds(5));
   }
 }
 

@@ -19,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/files.h"
+#include "tests/testing/skip.h"
 
 namespace accel::launcher {
 namespace {
@@ -318,7 +319,7 @@ TEST_F(CliBinaryTest, ConfigDefaultForTwoMachinesWritesAnOwnerOnlyTokenFile) {
 // ClusterConfig expects, and no key it would refuse (tests/testing/check_accelerate_yaml.py).
 TEST_F(CliBinaryTest, WrittenConfigsLoadInPyYamlWithAcceleratesTypes) {
   if (std::system("/usr/bin/python3 -c 'import yaml' 2>/dev/null") != 0) {
-    GTEST_SKIP() << "python3-yaml is not installed";
+    ACCEL_SKIP_OR_FAIL("python3-yaml is not installed");
   }
   const std::string check = std::string("/usr/bin/python3 ") + ACCEL_SOURCE_DIR +
                             "/tests/testing/check_accelerate_yaml.py ";

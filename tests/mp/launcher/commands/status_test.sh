@@ -7,7 +7,8 @@
 set -euo pipefail
 launcher=$1
 fake=$2
-command -v python3 >/dev/null || { echo "SKIP: python3 missing (reads the JSON)"; exit 77; }
+source "$(dirname "$0")/../../testing/skip.sh"
+command -v python3 >/dev/null || skip "python3 missing (reads the JSON)"
 work=$(mktemp -d)
 run_id=mp-status-$$
 job=

@@ -1,5 +1,7 @@
 // Multi-process tests of the supervisor with real workers (fake_worker): exit codes, signals,
 // the SIGTERM → grace → SIGKILL teardown, signal forwarding, aborts, hangs, fd hygiene and reaping.
+// Time bounds: about 3x the slowest of three runs on the shared 2-core VM while others built
+// (2026-12-02), at least 2 s; each names what was measured.
 #include "launcher/process/supervisor.h"
 
 #include <dirent.h>
@@ -189,7 +191,7 @@ TEST_F(SupervisorTest, ExitCodeIsTheRootCauseAndPeersAreStopped) {
   ASSERT_EQ(reported.size(), 1u);
   EXPECT_EQ(reported[0].rank, 1);
   EXPECT_EQ(reported[0].error_message, "loss is NaN");
-  EXPECT_LT(elapsed_, absl::Seconds(5));  // the sleeping peers died of SIGTERM at once
+  EXPECT_LT(elapsed_, absl::Seconds(2));  // the peers died of SIGTERM at once (0.21 s)
   EXPECT_EQ(::kill(root.pid, 0), -1);     // reaped
 }
 
@@ -226,7 +228,7 @@ TEST_F(SupervisorTest, LauncherSignalIsForwardedAndEndsTheAttempt) {
   sender.join();
   EXPECT_EQ(result.end, AttemptEnd::kInterrupted);
   EXPECT_EQ(result.signal, SIGINT);
-  EXPECT_LT(elapsed_, absl::Seconds(5));
+  EXPECT_LT(elapsed_, absl::Seconds(2));  // 0.31 s measured
 }
 
 TEST_F(SupervisorTest, SecondSignalKillsWithoutWaitingForTheGrace) {
@@ -245,7 +247,7 @@ TEST_F(SupervisorTest, SecondSignalKillsWithoutWaitingForTheGrace) {
   EXPECT_EQ(result.end, AttemptEnd::kInterrupted);
   EXPECT_EQ(result.signal, SIGTERM);
   EXPECT_EQ(interrupts, std::vector<int>{SIGTERM});  // once, before the teardown
-  EXPECT_LT(elapsed_, absl::Seconds(5));
+  EXPECT_LT(elapsed_, absl::Seconds(2));             // 0.60 s measured
 }
 
 TEST_F(SupervisorTest, WorkersKilledFromOutsideThenTheLauncherIsAnInterruption) {
@@ -276,7 +278,7 @@ TEST_F(SupervisorTest, AWorkerTerminatedFromOutsideAloneIsAFailureAfterTheGrace)
   ASSERT_EQ(result.failures.size(), 1u);
   EXPECT_EQ(result.failures[0].exit.signal, SIGTERM);
   EXPECT_GE(elapsed_, absl::Milliseconds(300) + absl::FromChrono(defaults::kOwnSignalGrace));
-  EXPECT_LT(elapsed_, absl::Seconds(5));
+  EXPECT_LT(elapsed_, absl::Seconds(4));  // 1.33 s measured
 }
 
 // SIGKILL is no scheduler's first signal (Slurm sends SIGTERM first, to the launcher too): a
@@ -310,7 +312,7 @@ TEST_F(SupervisorTest, TheFirstSignalDuringAnAbortSaysWhyThisMachineStopped) {
   EXPECT_EQ(result.signal, SIGTERM);
   // Not a second signal: the grace still runs its course before SIGKILL.
   EXPECT_GE(elapsed_, absl::Seconds(1.2));
-  EXPECT_LT(elapsed_, absl::Seconds(5));
+  EXPECT_LT(elapsed_, absl::Seconds(4));  // 1.32 s measured
 }
 
 TEST_F(SupervisorTest, AbortFromAnotherThreadStopsTheWorkers) {
@@ -322,7 +324,7 @@ TEST_F(SupervisorTest, AbortFromAnotherThreadStopsTheWorkers) {
   aborter.join();
   EXPECT_EQ(result.end, AttemptEnd::kAborted);
   EXPECT_EQ(result.abort_reason, "machine 1 rank 3 failed");
-  EXPECT_LT(elapsed_, absl::Seconds(5));
+  EXPECT_LT(elapsed_, absl::Seconds(2));  // 0.31 s measured
 }
 
 TEST_F(SupervisorTest, HangIsDetectedAndNamesOneRankTheOthersAsWaiting) {
@@ -339,7 +341,7 @@ TEST_F(SupervisorTest, HangIsDetectedAndNamesOneRankTheOthersAsWaiting) {
   EXPECT_THAT(result.hang_notes[0], HasSubstr("at step 3, outside collectives, idle for"));
   EXPECT_EQ(reported.size(), 1u);
   EXPECT_GE(elapsed_, absl::Seconds(1));
-  EXPECT_LT(elapsed_, absl::Seconds(5));
+  EXPECT_LT(elapsed_, absl::Seconds(3.5));  // 1.04 s measured
 }
 
 TEST_F(SupervisorTest, HangNamesTheStoppedRankAndStopsItWithoutWaitingForTheGrace) {
@@ -361,7 +363,7 @@ TEST_F(SupervisorTest, HangNamesTheStoppedRankAndStopsItWithoutWaitingForTheGrac
   EXPECT_EQ(result.failures[0].rank, 1);
   EXPECT_THAT(result.failures[0].detail, HasSubstr("is stopped (process state T"));
   EXPECT_EQ(result.failures[0].exit.signal, SIGTERM);
-  EXPECT_LT(elapsed_, absl::Seconds(5));
+  EXPECT_LT(elapsed_, absl::Seconds(3.5));  // 1.06 s measured
 }
 
 TEST_F(SupervisorTest, AStoppedWorkerDiesAtTheTeardownsSigterm) {
@@ -376,7 +378,7 @@ TEST_F(SupervisorTest, AStoppedWorkerDiesAtTheTeardownsSigterm) {
   AttemptResult result = Run(Workers(2, {"--pid_dir=" + dir_, "--sleep=30"}), options);
   aborter.join();
   EXPECT_EQ(result.end, AttemptEnd::kAborted);
-  EXPECT_LT(elapsed_, absl::Seconds(5));
+  EXPECT_LT(elapsed_, absl::Seconds(2));  // 0.03 s measured
 }
 
 TEST_F(SupervisorTest, SpawnFailureStopsTheWorkersAlreadyStarted) {
@@ -386,7 +388,7 @@ TEST_F(SupervisorTest, SpawnFailureStopsTheWorkersAlreadyStarted) {
   EXPECT_EQ(result.end, AttemptEnd::kSpawnFailed);
   EXPECT_EQ(std::string(result.spawn_error.message()),
             "spawn worker rank=1: execve /nonexistent/train.bin: No such file or directory");
-  EXPECT_LT(elapsed_, absl::Seconds(5));
+  EXPECT_LT(elapsed_, absl::Seconds(2));  // 0.02 s measured
 }
 
 TEST_F(SupervisorTest, WorkersInheritNoDescriptorOfOurs) {

@@ -172,7 +172,9 @@ TEST(RendezvousMpTest, SigkilledAgentAbortsEveryOtherAgentWithinFiveSeconds) {
         << agents[rank]->output();
   }
   const absl::Duration noticed = absl::Now() - killed_at;
-  EXPECT_LT(noticed, absl::Seconds(5));
+  // The closed connection is noticed at once (5-7 ms measured on the loaded 2-core VM); missed
+  // heartbeats would take 2.7 s (the test below), so 1 s tells the two apart.
+  EXPECT_LT(noticed, absl::Seconds(1));
   std::printf("abort reached all agents %s after SIGKILL\n", absl::FormatDuration(noticed).c_str());
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -18,6 +19,7 @@
 #include "rendezvous/grpc/channel.h"
 #include "rendezvous/grpc/rendezvous_client.h"
 #include "rendezvous/grpc/store_client.h"
+#include "tests/testing/skip.h"
 
 namespace accel::rendezvous {
 namespace {
@@ -294,7 +296,10 @@ TEST_F(GrpcTest, ThousandsOfConcurrentWaitsAreReleasedByOneSet) {
   ASSERT_TRUE(Connect()->Set("go", "1").ok());
   finished.Wait();
   EXPECT_EQ(ok.load(), kWaiters);
-  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  const absl::Duration released = absl::Now() - start;
+  std::printf("%d waiters released %s after the set\n", kWaiters,
+              absl::FormatDuration(released).c_str());
+  EXPECT_LT(released, absl::Seconds(2));  // 0.34-0.49 s measured (3 runs, loaded 2-core VM)
 }
 
 TEST_F(GrpcTest, ShutdownFailsPendingWaitsPromptly) {
@@ -306,7 +311,10 @@ TEST_F(GrpcTest, ShutdownFailsPendingWaitsPromptly) {
   server_->Shutdown();
   waiter.join();
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
-  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  const absl::Duration failed = absl::Now() - start;
+  std::printf("the pending wait failed %s after the shutdown\n",
+              absl::FormatDuration(failed).c_str());
+  EXPECT_LT(failed, absl::Seconds(1));  // 1 ms measured; not the wait's own 30 s
 }
 
 TEST_F(GrpcTest, AbandonedJoinIsWithdrawnSoItsRankCanJoinAgain) {
@@ -455,7 +463,9 @@ TEST(GrpcTlsTest, TlsServerServesTlsClientsAndRefusesPlaintext) {
       "mkdir -p " + dir + " && timeout 60 openssl req -x509 -newkey rsa:2048 -nodes -days 1 " +
       "-subj /CN=localhost -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " + dir +
       "/key.pem -out " + dir + "/cert.pem >/dev/null 2>&1";
-  if (std::system(command.c_str()) != 0) GTEST_SKIP() << "openssl cannot make a test certificate";
+  if (std::system(command.c_str()) != 0) {
+    ACCEL_SKIP_OR_FAIL("openssl cannot make a test certificate");
+  }
   ServerOptions options;
   options.run_id = "run";
   options.token = "tok";

@@ -4,6 +4,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <regex>
@@ -18,6 +19,7 @@
 #include "launcher/process/os_util.h"
 #include "tests/testing/files.h"
 #include "tests/testing/launch_util.h"
+#include "tests/testing/skip.h"
 
 namespace accel::testing {
 namespace {
@@ -30,9 +32,11 @@ const std::string kFake = FAKE_WORKER_PATH;
 class NetnsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "needs root for ip netns (euid " << ::geteuid() << ")";
+    if (::geteuid() != 0) {
+      ACCEL_SKIP_OR_FAIL("needs root for ip netns (euid " << ::geteuid() << ")");
+    }
     auto ip = launcher::ResolveProgram("ip", "/usr/sbin:/sbin:/usr/bin:/bin");
-    if (!ip.ok()) GTEST_SKIP() << "iproute2 missing: " << ip.status().message();
+    if (!ip.ok()) ACCEL_SKIP_OR_FAIL("iproute2 missing: " << ip.status().message());
     ip_ = *ip;
     ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
     const int id = ::getpid() % 200 + 20;
@@ -42,8 +46,9 @@ class NetnsTest : public ::testing::Test {
     addr_[1] = absl::StrCat("10.213.", id, ".2");
     const std::string veth0 = absl::StrCat("vag", ::getpid(), "a");
     const std::string veth1 = absl::StrCat("vag", ::getpid(), "b");
-    if (Ip({"netns", "add", ns_[0]}) != 0)
-      GTEST_SKIP() << "ip netns add failed (no CAP_SYS_ADMIN?)";
+    if (Ip({"netns", "add", ns_[0]}) != 0) {
+      ACCEL_SKIP_OR_FAIL("ip netns add failed (no CAP_SYS_ADMIN?)");
+    }
     created_ = true;
     ASSERT_EQ(Ip({"netns", "add", ns_[1]}), 0);
     ASSERT_EQ(Ip({"link", "add", veth0, "type", "veth", "peer", "name", veth1}), 0);
@@ -186,8 +191,11 @@ TEST_F(NetnsTest, KilledWorkerOnMachineOneStopsBothMachinesFast) {
     EXPECT_THAT(results[m].err, HasSubstr("signal 9 (SIGKILL)"));
     EXPECT_TRUE(std::regex_search(results[m].err, root)) << results[m].err;
   }
-  // Both launchers are done well within 10 s of the kill, and no worker is left.
-  EXPECT_LT(absl::Now() - killed_at, absl::Seconds(10));
+  // Both launchers are done within 2 s of the kill (11-71 ms measured, 3 runs on the loaded
+  // 2-core VM; 2 s is the floor of the suite's timing bounds), and no worker is left.
+  const absl::Duration done = absl::Now() - killed_at;
+  std::printf("both launchers done %s after the kill\n", absl::FormatDuration(done).c_str());
+  EXPECT_LT(done, absl::Seconds(2));
   for (pid_t pid : pids) EXPECT_FALSE(Alive(pid)) << "pid " << pid;
 }
 
@@ -216,7 +224,9 @@ TEST_F(NetnsTest, InterruptedLauncherOnMachineZeroStopsMachineOne) {
   EXPECT_NE(results[1].exit_code, kExitOk) << results[1].err;
   EXPECT_THAT(results[1].err,
               HasSubstr("root cause machine 0: launcher interrupted by signal 15 (SIGTERM)"));
-  EXPECT_LT(absl::Now() - sent_at, absl::Seconds(10));
+  const absl::Duration done = absl::Now() - sent_at;
+  std::printf("both launchers done %s after SIGTERM\n", absl::FormatDuration(done).c_str());
+  EXPECT_LT(done, absl::Seconds(2));  // 11-72 ms measured
 }
 
 TEST_F(NetnsTest, MachineWhoseWorkersSucceededStillReportsTheOtherMachinesFailure) {
@@ -244,7 +254,9 @@ TEST_F(NetnsTest, MachineZeroLearnsWhyMachineOneWasRefusedAndExitsAtOnce) {
   }
   EXPECT_THAT(results[0].err, HasSubstr("machine_rank 1 (host "));
   EXPECT_THAT(results[0].err, HasSubstr("was refused, so this attempt cannot complete"));
-  EXPECT_LT(absl::Now() - start, absl::Seconds(10));  // not the 30 s rdzv_timeout
+  const absl::Duration done = absl::Now() - start;
+  std::printf("both launchers refused %s after the start\n", absl::FormatDuration(done).c_str());
+  EXPECT_LT(done, absl::Seconds(2));  // 0.23-0.40 s measured; not the 30 s rdzv_timeout
 }
 
 TEST_F(NetnsTest, FailureWithRestartsLeftRestartsEveryMachine) {

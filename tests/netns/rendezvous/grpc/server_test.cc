@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/testing/rdzv_process.h"
+#include "tests/testing/skip.h"
 
 namespace {
 
@@ -39,16 +40,16 @@ int Sh(const std::string& command) {
 class NetnsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "netns test needs root (ip netns add)";
+    if (::geteuid() != 0) ACCEL_SKIP_OR_FAIL("netns test needs root (ip netns add)");
     ip_ = IpPath();
-    if (ip_.empty()) GTEST_SKIP() << "netns test needs iproute2's ip";
+    if (ip_.empty()) ACCEL_SKIP_OR_FAIL("netns test needs iproute2's ip");
     std::random_device random;
     const int tag = static_cast<int>(random() % 100000);
     prefix_ = absl::StrCat("ardz", ::getpid() % 100000, "x", tag);
     subnet_ = absl::StrCat("10.77.", tag % 250 + 1, ".");
     bridge_ns_ = prefix_ + "br";
     if (Sh(absl::StrCat(ip_, " netns add ", bridge_ns_)) != 0) {
-      GTEST_SKIP() << "netns test: `ip netns add` is not permitted here";
+      ACCEL_SKIP_OR_FAIL("netns test: `ip netns add` is not permitted here");
     }
     created_.push_back(bridge_ns_);
     ASSERT_EQ(Sh(absl::StrCat(ip_, " -n ", bridge_ns_, " link add br0 type bridge")), 0);
@@ -68,7 +69,7 @@ class NetnsTest : public ::testing::Test {
       ASSERT_EQ(Sh(absl::StrCat(ip_, " -n ", ns, " link set lo up")), 0);
     }
     if (Sh(absl::StrCat(ip_, " netns exec ", Machine(0), " true")) != 0) {
-      GTEST_SKIP() << "netns test: `ip netns exec` is not permitted here";
+      ACCEL_SKIP_OR_FAIL("netns test: `ip netns exec` is not permitted here");
     }
   }
 

@@ -1,6 +1,15 @@
 // Unit tests of the CPU shares behind --enable_cpu_affinity, over fake /sys trees.
 #include "launcher/agent/cpu_affinity.h"
 
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "absl/strings/ascii.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/files.h"
@@ -57,8 +66,31 @@ TEST(CpuAffinityTest, PhysicalCoresCountDistinctCores) {
               std::to_string(core) + "\n");
   }
   EXPECT_EQ(PhysicalCores(sys.path()), 2);  // 4 hyperthreads on 2 cores
-  EXPECT_GE(PhysicalCores("/nonexistent"), 1);
-  EXPECT_FALSE(AllowedCpus().empty());
+  // No topology to read: the online CPUs count.
+  EXPECT_EQ(PhysicalCores("/nonexistent"), std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
+TEST(CpuAffinityTest, AllowedCpusAreTheKernelsAffinityList) {
+  // What the kernel says this thread may run on, read the other way: /proc's list.
+  std::ifstream status("/proc/thread-self/status");
+  std::string line, listed;
+  while (std::getline(status, line)) {
+    if (line.rfind("Cpus_allowed_list:", 0) == 0) listed = line.substr(line.find(':') + 1);
+  }
+  absl::StatusOr<std::vector<int>> want =
+      ParseCpuList(std::string(absl::StripAsciiWhitespace(listed)));
+  ASSERT_TRUE(want.ok()) << listed;
+  EXPECT_EQ(AllowedCpus(), *want);
+  // Narrowed to one CPU (in a thread of its own), AllowedCpus follows.
+  const int last = want->back();
+  std::vector<int> narrowed;
+  std::thread([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(last, &one);
+    if (::sched_setaffinity(0, sizeof(one), &one) == 0) narrowed = AllowedCpus();
+  }).join();
+  EXPECT_THAT(narrowed, ElementsAre(last));
 }
 
 }  // namespace

@@ -2,6 +2,10 @@
 #include "launcher/commands/env_report.h"
 
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
+
+#include <fstream>
+#include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -13,9 +17,19 @@ using ::testing::HasSubstr;
 
 TEST(EnvReportTest, TextNamesEveryPiece) {
   HostFacts host = GatherHostFacts();
-  EXPECT_GT(host.cpu_cores, 0);
-  EXPECT_GT(host.ram_mib, 0);
-  EXPECT_FALSE(host.grpc.empty());
+  // Each fact against the kernel's own account of it.
+  EXPECT_EQ(host.cpu_cores, ::get_nprocs());
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  long long kib = 0;
+  while (meminfo >> key && key != "MemTotal:") meminfo.ignore(1 << 10, '\n');
+  ASSERT_TRUE(meminfo >> kib) << "no MemTotal in /proc/meminfo";
+  EXPECT_NEAR(host.ram_mib, kib >> 10, 1);  // the same total, rounded down in other units
+  std::ifstream release("/proc/sys/kernel/osrelease");
+  std::string kernel;
+  release >> kernel;
+  EXPECT_EQ(host.kernel, "Linux " + kernel);
+  EXPECT_THAT(host.grpc, ::testing::MatchesRegex("[0-9]+\\.[0-9]+\\.[0-9]+ \\(core [0-9.]+\\)"));
   DeviceReport devices;
   devices.gpu_error = "cuInit: CUDA driver version is insufficient";
   devices.cuda_runtime = {true, "13.0", "/usr/local/cuda/lib64/libcudart.so.13"};

@@ -6,10 +6,13 @@
 #include <filesystem>
 #include <string>
 
+#include "absl/strings/str_split.h"
 #include "common/defaults.h"
 #include "common/seconds.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launcher/config/diagnostics.h"
+#include "launcher/config/netif.h"
 #include "tests/testing/files.h"
 
 namespace accel::launcher {
@@ -268,7 +271,17 @@ TEST(ConfigResolveTest, NetworkInterfaceBecomesLocalAddr) {
                        0),
             0u)
       << text;
-  EXPECT_NE(text.find("lo"), std::string::npos);
+  // The list names whole interfaces, each of which has an address, loopback among them.
+  const std::size_t open = text.find("(interfaces with one: ");
+  const std::size_t close = text.find(')', open);
+  ASSERT_NE(close, std::string::npos) << text;
+  const std::string list = text.substr(open + 22, close - open - 22);
+  const std::vector<std::string> names = absl::StrSplit(list, ", ");
+  EXPECT_THAT(names, ::testing::Contains("lo")) << text;
+  EXPECT_THAT(names, ::testing::Not(::testing::Contains("nosuch0"))) << text;
+  for (const std::string& name : names) {
+    EXPECT_TRUE(InterfaceAddress(name).ok()) << "'" << name << "' in " << text;
+  }
 }
 
 TEST(ResolveTest, AnEmptyFileGetsANoticeAndTheMachinesDefaults) {
