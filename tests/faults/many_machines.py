@@ -24,8 +24,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
 
 from job import FOREVER, TRAIN_ARGS  # noqa: E402
+from skip import skip  # noqa: E402
 
 LOSS = re.compile(r"lost|unreachable|is gone")
 
@@ -231,11 +233,9 @@ def main() -> int:
     if not 2 <= args.machines <= 250 or args.trials < 1:
         p.error("need 2 <= --machines <= 250 and --trials >= 1")
     if os.geteuid() != 0:
-        print("SKIP: needs root for ip netns")
-        return 77
+        return skip(f"needs root for ip netns (euid {os.geteuid()})")
     if shutil.which("ip") is None:
-        print("SKIP: iproute2 missing")
-        return 77
+        return skip("iproute2 missing")
     bridge = Bridge(args.machines)
     work_root = tempfile.mkdtemp(prefix="accel_many_")
     results = []
@@ -257,8 +257,7 @@ def main() -> int:
         try:
             bridge.up()
         except Exception as e:  # noqa: BLE001 - any failure to build the namespaces skips
-            print(f"SKIP: cannot create network namespaces: {e}")
-            return 77
+            return skip(f"cannot create network namespaces: {e}")
         for t in range(1, args.trials + 1):
             ok, seconds, note = trial(args, bridge, t, work_root)
             left = bridge.kill_all()

@@ -15,9 +15,10 @@
 set -euo pipefail
 build=$1
 src=$2
-if [[ $(id -u) -ne 0 ]]; then echo "SKIP: needs root (chroot, mount, ip netns)"; exit 77; fi
+source "$(dirname "$0")/../testing/skip.sh"
+[[ $(id -u) -eq 0 ]] || skip "needs root (chroot, mount, ip netns; uid $(id -u))"
 for tool in debootstrap lintian ip; do
-  command -v "$tool" >/dev/null || { echo "SKIP: $tool missing (scripts/install-deps)"; exit 77; }
+  command -v "$tool" >/dev/null || skip "$tool missing (scripts/install-deps)"
 done
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/debian_root.sh"
@@ -42,7 +43,7 @@ step "lintian"
 lintian --fail-on error --tag-display-limit 0 "$work/debs"/*.deb
 
 step "a clean Debian 12 root"
-if ! debian_root "$root"; then echo "SKIP: no Debian 12 root (debootstrap failed: mirror unreachable?)"; exit 77; fi
+debian_root "$root" || skip "no Debian 12 root (debootstrap failed: mirror unreachable?)"
 mkdir -p "$root/tmp/debs"
 cp "$work/debs"/*.deb "$root/tmp/debs/"
 export DEBIAN_FRONTEND=noninteractive

@@ -13,7 +13,8 @@ set -euo pipefail
 launcher=$1
 probe=$2
 py=/usr/bin/python3
-[[ -x $py ]] || { echo "SKIP: no $py"; exit 77; }
+source "$(dirname "$0")/../../../testing/skip.sh"
+[[ -x $py ]] || skip "no $py (python3)"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }

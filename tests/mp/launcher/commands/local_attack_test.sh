@@ -27,9 +27,10 @@
 set -euo pipefail
 launcher=$1
 fake=$2
-if [[ $(id -u) -ne 0 ]]; then echo "SKIP: needs root to create the two users"; exit 77; fi
+source "$(dirname "$0")/../../../testing/skip.sh"
+[[ $(id -u) -eq 0 ]] || skip "needs root to create the two users (uid $(id -u))"
 for tool in useradd userdel setpriv python3; do
-  command -v "$tool" >/dev/null || { echo "SKIP: $tool missing"; exit 77; }
+  command -v "$tool" >/dev/null || skip "$tool missing"
 done
 
 victim=accv$$
