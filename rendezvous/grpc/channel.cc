@@ -3,6 +3,7 @@
 #include "common/defaults.h"
 #include "common/status_macros.h"
 #include "rendezvous/grpc/auth.h"
+#include "rendezvous/grpc/transport.h"
 
 namespace accel::rendezvous {
 
@@ -10,15 +11,10 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const ChannelOptions&
   if (options.endpoint.empty()) {
     return absl::InvalidArgumentError("connect to rendezvous server: the endpoint is empty");
   }
-  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
-  if (!options.tls_ca_path.empty()) {
-    absl::StatusOr<std::string> roots = ReadFileToString(options.tls_ca_path);
-    if (!roots.ok()) return Annotate(roots.status(), "connect to rendezvous server: TLS roots");
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = *roots;
-    credentials = grpc::SslCredentials(ssl);
-  }
   grpc::ChannelArguments args;
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = ClientCredentials(
+      options.endpoint, TransportSecurity{options.token, options.tls_ca_path, "", ""}, args);
+  if (!credentials.ok()) return Annotate(credentials.status(), "connect to rendezvous server");
   const int initial = static_cast<int>(absl::ToInt64Milliseconds(options.backoff_initial));
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, initial);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, initial);
@@ -26,13 +22,15 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const ChannelOptions&
               static_cast<int>(absl::ToInt64Milliseconds(options.backoff_max)));
   args.SetMaxReceiveMessageSize(defaults::kMaxMessageBytes);
   args.SetMaxSendMessageSize(defaults::kMaxMessageBytes);
-  return grpc::CreateCustomChannel(options.endpoint, credentials, args);
+  if (options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel(options.endpoint, *credentials, args);
 }
 
-void PrepareContext(grpc::ClientContext& context, const std::string& token, absl::Time deadline) {
+void PrepareContext(grpc::ClientContext& context, const std::string& metadata_token,
+                    absl::Time deadline) {
   context.set_deadline(absl::ToChronoTime(deadline));
   context.set_wait_for_ready(true);
-  if (!token.empty()) context.AddMetadata(kTokenMetadataKey, token);
+  if (!metadata_token.empty()) context.AddMetadata(kTokenMetadataKey, metadata_token);
 }
 
 }  // namespace accel::rendezvous

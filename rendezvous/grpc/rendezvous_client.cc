@@ -17,6 +17,7 @@
 #include "rendezvous/grpc/auth.h"
 #include "rendezvous/grpc/channel.h"
 #include "rendezvous/grpc/client_convert.h"
+#include "rendezvous/grpc/transport.h"
 
 namespace accel::rendezvous {
 namespace {
@@ -30,7 +31,11 @@ std::string RandomNonce() {
 class GrpcRendezvousClient final : public RendezvousClient {
  public:
   GrpcRendezvousClient(const ClientOptions& options, std::shared_ptr<grpc::Channel> channel)
-      : options_(options), stub_(v1::Rendezvous::NewStub(channel)), nonce_(RandomNonce()) {}
+      : options_(options),
+        transport_(ClientTransport(options.endpoint, Security(options))),
+        metadata_token_(MetadataToken(transport_, options.token)),
+        stub_(v1::Rendezvous::NewStub(channel)),
+        nonce_(RandomNonce()) {}
 
   ~GrpcRendezvousClient() override {
     StopWatch();
@@ -42,9 +47,13 @@ class GrpcRendezvousClient final : public RendezvousClient {
     proto.set_agent_nonce(nonce_);
     const std::string operation = absl::StrCat("join rendezvous at ", options_.endpoint);
     absl::Duration backoff = options_.backoff_initial;
+    std::string refused;  // why the last TLS handshake failed, when it did
     while (true) {
       grpc::ClientContext context;
-      PrepareContext(context, options_.token, deadline);
+      PrepareContext(context, metadata_token_, deadline);
+      // Fail fast while the server cannot be reached, so a refused handshake is seen (and named)
+      // here; the loop below retries with backoff, as wait_for_ready would.
+      context.set_wait_for_ready(false);
       v1::JoinResponse response;
       const grpc::Status status = stub_->Join(&context, proto, &response);
       if (status.ok()) {
@@ -56,6 +65,12 @@ class GrpcRendezvousClient final : public RendezvousClient {
       }
       // wait_for_ready rides out a server that is not up yet; UNAVAILABLE here means it went
       // away mid-call (or refused us while shutting down): try again until the deadline.
+      if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+        std::string why =
+            ExplainHandshakeFailure(transport_, options_.endpoint, status.error_message());
+        if (!why.empty() && refused.empty()) spdlog::warn("{}: {}", operation, why);
+        if (!why.empty()) refused = std::move(why);
+      }
       if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
           absl::Now() + backoff < deadline) {
         spdlog::debug("{}: {}; retrying in {}", operation, status.error_message(),
@@ -63,6 +78,10 @@ class GrpcRendezvousClient final : public RendezvousClient {
         absl::SleepFor(backoff);
         backoff = std::min(backoff * 2, options_.backoff_max);
         continue;
+      }
+      if (!refused.empty() && (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                               status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)) {
+        return absl::UnauthenticatedError(absl::StrCat(operation, ": ", refused));
       }
       if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
           status.error_message() == "Deadline Exceeded") {
@@ -90,7 +109,7 @@ class GrpcRendezvousClient final : public RendezvousClient {
     watching_ = true;
     stopping_ = false;
     watch_context_ = std::make_unique<grpc::ClientContext>();
-    if (!options_.token.empty()) watch_context_->AddMetadata(kTokenMetadataKey, options_.token);
+    if (!metadata_token_.empty()) watch_context_->AddMetadata(kTokenMetadataKey, metadata_token_);
     lost_reason_.clear();
     watch_thread_ = std::thread(
         [this, attempt, on_event = std::move(on_event)] { RunWatch(attempt, on_event); });
@@ -182,7 +201,7 @@ class GrpcRendezvousClient final : public RendezvousClient {
       if (stopping_) break;
       mu_.Unlock();
       grpc::ClientContext context;
-      PrepareContext(context, options_.token,
+      PrepareContext(context, metadata_token_,
                      absl::Now() + std::min(options_.rpc_deadline, lost_after));
       context.set_wait_for_ready(false);
       v1::Ack ack;
@@ -216,7 +235,7 @@ class GrpcRendezvousClient final : public RendezvousClient {
     request.set_machine_secret(identity.secret);
     *request.mutable_cause() = ToProto(cause);
     grpc::ClientContext context;
-    PrepareContext(context, options_.token, absl::Now() + options_.rpc_deadline);
+    PrepareContext(context, metadata_token_, absl::Now() + options_.rpc_deadline);
     v1::Ack ack;
     return FromGrpc(stub_->Report(&context, request, &ack),
                     absl::StrCat(Av(operation), " to rendezvous at ", options_.endpoint));
@@ -232,7 +251,13 @@ class GrpcRendezvousClient final : public RendezvousClient {
     return identity_;
   }
 
+  static TransportSecurity Security(const ClientOptions& o) {
+    return TransportSecurity{o.token, o.tls_ca_path, "", ""};
+  }
+
   const ClientOptions options_;
+  const Transport transport_;
+  const std::string metadata_token_;  // "" when TLS proves the token instead
   const std::unique_ptr<v1::Rendezvous::Stub> stub_;
   const std::string nonce_;
 
@@ -252,8 +277,9 @@ class GrpcRendezvousClient final : public RendezvousClient {
 
 absl::StatusOr<std::unique_ptr<RendezvousClient>> NewGrpcRendezvousClient(
     const ClientOptions& options) {
-  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = MakeChannel(ChannelOptions{
-      options.endpoint, options.tls_ca_path, options.backoff_initial, options.backoff_max});
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      MakeChannel(ChannelOptions{options.endpoint, options.token, options.tls_ca_path,
+                                 options.backoff_initial, options.backoff_max});
   if (!channel.ok()) return channel.status();
   return std::make_unique<GrpcRendezvousClient>(options, *std::move(channel));
 }

@@ -4,7 +4,10 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/absl_view.h"
+#include "common/defaults.h"
 #include "common/logging.h"
 #include "rendezvous/grpc/auth.h"
 #include "rendezvous/grpc/pending_reactor.h"
@@ -89,6 +92,19 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
   std::shared_ptr<Sink> sink_ = std::make_shared<Sink>(this);
 };
 
+// Returns INVALID_ARGUMENT when a Join, Heartbeat or Report request is larger than they ever are
+// (the server's receive limit is sized for the store's values).
+absl::Status CheckRequestSize(const google::protobuf::Message& request,
+                              std::string_view operation) {
+  const std::size_t size = request.ByteSizeLong();
+  if (size <= static_cast<std::size_t>(defaults::kMaxRendezvousRequestBytes)) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(Av(operation), ": the request is ", size,
+                                                 " bytes; the limit is ",
+                                                 defaults::kMaxRendezvousRequestBytes));
+}
+
 }  // namespace
 
 RendezvousService::RendezvousService(JoinCoordinator& coordinator, std::string token)
@@ -103,6 +119,9 @@ grpc::ServerUnaryReactor* RendezvousService::Join(grpc::CallbackServerContext* c
       spdlog::warn("rendezvous: refused a join claiming machine_rank {}: {}",
                    request->machine_rank(), why);
     }
+    return Answer(context, s);
+  }
+  if (absl::Status s = CheckRequestSize(*request, "join rendezvous"); !s.ok()) {
     return Answer(context, s);
   }
   JoinCoordinator& coordinator = coordinator_;
@@ -132,6 +151,7 @@ grpc::ServerUnaryReactor* RendezvousService::Heartbeat(grpc::CallbackServerConte
                                                        const v1::HeartbeatRequest* request,
                                                        v1::Ack* /*response*/) {
   absl::Status status = CheckToken(*context, token_, "heartbeat");
+  if (status.ok()) status = CheckRequestSize(*request, "heartbeat");
   if (status.ok()) status = coordinator_.Heartbeat(*request, absl::Now());
   return Answer(context, status);
 }
@@ -140,6 +160,7 @@ grpc::ServerUnaryReactor* RendezvousService::Report(grpc::CallbackServerContext*
                                                     const v1::ReportRequest* request,
                                                     v1::Ack* /*response*/) {
   absl::Status status = CheckToken(*context, token_, "report to rendezvous");
+  if (status.ok()) status = CheckRequestSize(*request, "report to rendezvous");
   if (status.ok()) status = coordinator_.Report(*request, absl::Now());
   return Answer(context, status);
 }
