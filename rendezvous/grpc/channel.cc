@@ -15,9 +15,14 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const ChannelOptions&
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = ClientCredentials(
       options.endpoint, TransportSecurity{options.token, options.tls_ca_path, "", ""}, args);
   if (!credentials.ok()) return Annotate(credentials.status(), "connect to rendezvous server");
-  const int initial = static_cast<int>(absl::ToInt64Milliseconds(options.backoff_initial));
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, initial);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, initial);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+              static_cast<int>(absl::ToInt64Milliseconds(options.backoff_initial)));
+  // gRPC 1.51 takes GRPC_ARG_MIN_RECONNECT_BACKOFF_MS as the time a connection attempt (TCP, the
+  // TLS handshake, HTTP/2's settings) may take: not the backoff's 50 ms, which a loaded machine
+  // needs more than for a TLS handshake (agents then never connected).
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+              static_cast<int>(
+                  absl::ToInt64Milliseconds(absl::FromChrono(defaults::kConnectAttemptTimeout))));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
               static_cast<int>(absl::ToInt64Milliseconds(options.backoff_max)));
   args.SetMaxReceiveMessageSize(defaults::kMaxMessageBytes);

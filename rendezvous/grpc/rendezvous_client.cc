@@ -47,7 +47,6 @@ class GrpcRendezvousClient final : public RendezvousClient {
     proto.set_agent_nonce(nonce_);
     const std::string operation = absl::StrCat("join rendezvous at ", options_.endpoint);
     absl::Duration backoff = options_.backoff_initial;
-    std::string refused;  // why the last TLS handshake failed, when it did
     while (true) {
       grpc::ClientContext context;
       PrepareContext(context, metadata_token_, deadline);
@@ -63,13 +62,16 @@ class GrpcRendezvousClient final : public RendezvousClient {
                              result.machine_secret};
         return result;
       }
-      // wait_for_ready rides out a server that is not up yet; UNAVAILABLE here means it went
-      // away mid-call (or refused us while shutting down): try again until the deadline.
+      // UNAVAILABLE: the server is not up yet, went away mid-call, or refused us while shutting
+      // down: try again until the deadline. A server that cannot prove it holds the token is
+      // refused at once (a wrong token here or there, a man in the middle, a squatter): nothing was
+      // sent to it, and retrying cannot help.
       if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-        std::string why =
+        const std::string refused =
             ExplainHandshakeFailure(transport_, options_.endpoint, status.error_message());
-        if (!why.empty() && refused.empty()) spdlog::warn("{}: {}", operation, why);
-        if (!why.empty()) refused = std::move(why);
+        if (!refused.empty()) {
+          return absl::UnauthenticatedError(absl::StrCat(operation, ": ", refused));
+        }
       }
       if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
           absl::Now() + backoff < deadline) {
@@ -78,10 +80,6 @@ class GrpcRendezvousClient final : public RendezvousClient {
         absl::SleepFor(backoff);
         backoff = std::min(backoff * 2, options_.backoff_max);
         continue;
-      }
-      if (!refused.empty() && (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
-                               status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)) {
-        return absl::UnauthenticatedError(absl::StrCat(operation, ": ", refused));
       }
       if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
           status.error_message() == "Deadline Exceeded") {

@@ -26,6 +26,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster import Cluster  # noqa: E402
 from job import Tools  # noqa: E402
 from scenarios import SCENARIOS, Context, Outcome  # noqa: E402
+from security import SECURITY_SCENARIOS  # noqa: E402
+
+SCENARIOS.update(SECURITY_SCENARIOS)
 
 
 def parse_args() -> argparse.Namespace:
