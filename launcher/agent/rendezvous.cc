@@ -268,9 +268,7 @@ absl::StatusOr<RendezvousResult> AgentRendezvous::Join(const SignalFd& signals,
   result.world_size = joined->world_size;
   result.master_addr = joined->master_addr;
   result.master_port = joined->master_port;
-  // The server's answer names a TCP address; a one-machine job's store is the Unix socket.
-  result.store_endpoint =
-      rendezvous::IsUnixEndpoint(endpoint_) ? endpoint_ : joined->store_endpoint;
+  result.store_endpoint = joined->store_endpoint;
   result.tls_ca_file = tls_ca_path_;
   if (request_.num_machines > 1) {
     result.local_addr = joined->self.address;

@@ -1,5 +1,8 @@
 #include "rendezvous/grpc/channel.h"
 
+#include <grpcpp/generic/generic_stub.h>
+
+#include "absl/synchronization/notification.h"
 #include "common/defaults.h"
 #include "common/status_macros.h"
 #include "rendezvous/grpc/auth.h"
@@ -29,6 +32,37 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const ChannelOptions&
   args.SetMaxSendMessageSize(defaults::kMaxMessageBytes);
   if (options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   return grpc::CreateCustomChannel(options.endpoint, *credentials, args);
+}
+
+absl::Status AwaitConnection(const std::shared_ptr<grpc::Channel>& channel,
+                             const std::string& endpoint, Transport transport,
+                             absl::Time deadline) {
+  while (true) {
+    const grpc_connectivity_state state = channel->GetState(/*try_to_connect=*/true);
+    if (state == GRPC_CHANNEL_READY || absl::Now() >= deadline) return absl::OkStatus();
+    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE) {
+      // Without wait_for_ready a call fails at once while there is no connection, with the last
+      // connection error; a method no service has cannot do anything if one came up meanwhile.
+      grpc::GenericStub stub(channel);
+      grpc::ClientContext probe;
+      probe.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+      probe.set_wait_for_ready(false);
+      grpc::ByteBuffer request, response;
+      absl::Notification done;
+      grpc::Status status;
+      stub.UnaryCall(&probe, "/accel.rendezvous.v1.Probe/Connect", grpc::StubOptions(), &request,
+                     &response, [&](grpc::Status s) {
+                       status = std::move(s);
+                       done.Notify();
+                     });
+      done.WaitForNotification();
+      const std::string refused =
+          ExplainHandshakeFailure(transport, endpoint, status.error_message());
+      if (!refused.empty()) return absl::UnauthenticatedError(refused);
+    }
+    channel->WaitForStateChange(
+        state, absl::ToChronoTime(std::min(deadline, absl::Now() + absl::Milliseconds(200))));
+  }
 }
 
 void PrepareContext(grpc::ClientContext& context, const std::string& metadata_token,

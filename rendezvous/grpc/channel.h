@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/defaults.h"
+#include "rendezvous/grpc/transport.h"
 
 namespace accel::rendezvous {
 
@@ -28,6 +29,14 @@ struct ChannelOptions {
 // Returns a channel to options.endpoint, secured as ClientTransport says. Does not connect.
 // INVALID_ARGUMENT for an empty endpoint; the read error for an unreadable tls_ca_path.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const ChannelOptions& options);
+
+// Waits until `channel` is connected, or `deadline`. Returns UNAUTHENTICATED, naming what
+// happened (ExplainHandshakeFailure, transport.h), as soon as a TLS handshake is refused: the
+// server did not prove it holds the token (a wrong token, a man in the middle, a squatter), and
+// nothing was sent to it. Otherwise OK, connected or not (a call that follows waits for the rest
+// of its own deadline, as wait_for_ready does).
+absl::Status AwaitConnection(const std::shared_ptr<grpc::Channel>& channel,
+                             const std::string& endpoint, Transport transport, absl::Time deadline);
 
 // Sets `context`'s deadline, wait-for-ready and token metadata ("" = none; a client sends
 // MetadataToken(...), which is "" whenever TLS proves the token instead).

@@ -34,6 +34,7 @@ class GrpcRendezvousClient final : public RendezvousClient {
       : options_(options),
         transport_(ClientTransport(options.endpoint, Security(options))),
         metadata_token_(MetadataToken(transport_, options.token)),
+        channel_(channel),
         stub_(v1::Rendezvous::NewStub(channel)),
         nonce_(RandomNonce()) {}
 
@@ -48,11 +49,15 @@ class GrpcRendezvousClient final : public RendezvousClient {
     const std::string operation = absl::StrCat("join rendezvous at ", options_.endpoint);
     absl::Duration backoff = options_.backoff_initial;
     while (true) {
+      // A server that cannot prove it holds the token is refused at once (a wrong token here or
+      // there, a man in the middle, a squatter): nothing was sent to it, and waiting cannot help.
+      if (absl::Status connected =
+              AwaitConnection(channel_, options_.endpoint, transport_, deadline);
+          !connected.ok()) {
+        return absl::UnauthenticatedError(absl::StrCat(operation, ": ", connected.message()));
+      }
       grpc::ClientContext context;
       PrepareContext(context, metadata_token_, deadline);
-      // Fail fast while the server cannot be reached, so a refused handshake is seen (and named)
-      // here; the loop below retries with backoff, as wait_for_ready would.
-      context.set_wait_for_ready(false);
       v1::JoinResponse response;
       const grpc::Status status = stub_->Join(&context, proto, &response);
       if (status.ok()) {
@@ -62,17 +67,8 @@ class GrpcRendezvousClient final : public RendezvousClient {
                              result.machine_secret};
         return result;
       }
-      // UNAVAILABLE: the server is not up yet, went away mid-call, or refused us while shutting
-      // down: try again until the deadline. A server that cannot prove it holds the token is
-      // refused at once (a wrong token here or there, a man in the middle, a squatter): nothing was
-      // sent to it, and retrying cannot help.
-      if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-        const std::string refused =
-            ExplainHandshakeFailure(transport_, options_.endpoint, status.error_message());
-        if (!refused.empty()) {
-          return absl::UnauthenticatedError(absl::StrCat(operation, ": ", refused));
-        }
-      }
+      // wait_for_ready rides out a server that is not up yet; UNAVAILABLE here means it went
+      // away mid-call (or refused us while shutting down): try again until the deadline.
       if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
           absl::Now() + backoff < deadline) {
         spdlog::debug("{}: {}; retrying in {}", operation, status.error_message(),
@@ -256,6 +252,7 @@ class GrpcRendezvousClient final : public RendezvousClient {
   const ClientOptions options_;
   const Transport transport_;
   const std::string metadata_token_;  // "" when TLS proves the token instead
+  const std::shared_ptr<grpc::Channel> channel_;
   const std::unique_ptr<v1::Rendezvous::Stub> stub_;
   const std::string nonce_;
 

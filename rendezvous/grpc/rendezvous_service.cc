@@ -107,8 +107,11 @@ absl::Status CheckRequestSize(const google::protobuf::Message& request,
 
 }  // namespace
 
-RendezvousService::RendezvousService(JoinCoordinator& coordinator, std::string token)
-    : coordinator_(coordinator), token_(std::move(token)) {}
+RendezvousService::RendezvousService(JoinCoordinator& coordinator, std::string token,
+                                     std::string store_endpoint)
+    : coordinator_(coordinator),
+      token_(std::move(token)),
+      store_endpoint_(std::move(store_endpoint)) {}
 
 grpc::ServerUnaryReactor* RendezvousService::Join(grpc::CallbackServerContext* context,
                                                   const v1::JoinRequest* request,
@@ -130,12 +133,13 @@ grpc::ServerUnaryReactor* RendezvousService::Join(grpc::CallbackServerContext* c
   std::shared_ptr<PendingReactor::Registration> registration = reactor->registration();
   // After Join returns the reactor may already be finished and deleted: only `registration` is
   // touched.
-  const JoinCoordinator::Id join_id =
-      coordinator_.Join(*request, context->peer(), absl::Now(),
-                        [reactor, response](absl::StatusOr<v1::JoinResponse> result) {
-                          if (result.ok()) *response = *std::move(result);
-                          reactor->Finish(ToGrpc(result.status()));
-                        });
+  const JoinCoordinator::Id join_id = coordinator_.Join(
+      *request, context->peer(), absl::Now(),
+      [reactor, response, store = store_endpoint_](absl::StatusOr<v1::JoinResponse> result) {
+        if (result.ok()) *response = *std::move(result);
+        if (result.ok() && !store.empty()) response->set_store_endpoint(store);
+        reactor->Finish(ToGrpc(result.status()));
+      });
   registration->Registered(join_id);
   return reactor;
 }

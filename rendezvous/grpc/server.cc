@@ -137,7 +137,8 @@ class GrpcRendezvousServer final : public RendezvousServer {
     KvTable* table = table_.get();
     hooks.attempt_over = [table](const std::string& ns) { table->DropNamespace(ns); };
     coordinator_ = std::make_unique<JoinCoordinator>(options_, std::move(hooks));
-    rendezvous_service_ = std::make_unique<RendezvousService>(*coordinator_, options_.token);
+    rendezvous_service_ =
+        std::make_unique<RendezvousService>(*coordinator_, options_.token, unix_endpoint_);
     store_service_ = std::make_unique<StoreService>(*table_, options_.token,
                                                     [this](absl::Time when) { Wake(when); });
 

@@ -28,6 +28,7 @@ class GrpcStore final : public Store {
         metadata_token_(MetadataToken(transport_, token)),
         ns_(std::move(name_space)),
         options_(options),
+        channel_(channel),
         stub_(v1::Store::NewStub(channel)) {}
 
   absl::Status Set(std::string_view key, std::string_view value) override {
@@ -103,33 +104,23 @@ class GrpcStore final : public Store {
 
  private:
   // Runs `rpc` (one call on the context it is given). The RPC deadline covers the server-side
-  // wait plus one ordinary call. Until the first call got through, calls fail fast while the
-  // server cannot be reached and are retried with backoff up to connect_timeout, so a refused TLS
-  // handshake (wrong token, a man in the middle) is seen and named at once instead of waited out.
+  // wait plus one ordinary call. The first call waits up to connect_timeout for the server to
+  // come up, but a refused TLS handshake (a wrong token, a man in the middle) ends that wait at
+  // once and is named (UNAUTHENTICATED, AwaitConnection).
   template <typename Rpc>
   grpc::Status Invoke(absl::Duration wait, Rpc rpc) {
     const absl::Duration budget = std::max(wait, absl::ZeroDuration()) + options_.rpc_deadline;
-    if (connected_.load() || !options_.wait_for_ready) {
-      grpc::ClientContext context;
-      PrepareContext(context, metadata_token_, absl::Now() + budget);
-      context.set_wait_for_ready(options_.wait_for_ready);
-      return rpc(&context);
+    absl::Time deadline = absl::Now() + budget;
+    if (!connected_.load() && options_.wait_for_ready) {
+      const absl::Time give_up = absl::Now() + options_.connect_timeout;
+      deadline = std::max(deadline, give_up);
+      absl::Status connected = AwaitConnection(channel_, endpoint_, transport_, give_up);
+      if (!connected.ok()) return ToGrpc(connected);
     }
-    const absl::Time give_up = absl::Now() + std::max(budget, options_.connect_timeout);
-    absl::Duration backoff = absl::FromChrono(defaults::kConnectBackoffInitial);
-    while (true) {
-      grpc::ClientContext context;
-      PrepareContext(context, metadata_token_, give_up);
-      context.set_wait_for_ready(false);
-      grpc::Status status = rpc(&context);
-      if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return status;
-      const std::string refused =
-          ExplainHandshakeFailure(transport_, endpoint_, status.error_message());
-      if (!refused.empty()) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, refused);
-      if (absl::Now() + backoff >= give_up) return status;
-      absl::SleepFor(backoff);
-      backoff = std::min(backoff * 2, absl::FromChrono(defaults::kConnectBackoffMax));
-    }
+    grpc::ClientContext context;
+    PrepareContext(context, metadata_token_, deadline);
+    context.set_wait_for_ready(options_.wait_for_ready);
+    return rpc(&context);
   }
 
   absl::Status Check(const grpc::Status& status) {
@@ -144,6 +135,7 @@ class GrpcStore final : public Store {
   const std::string metadata_token_;  // "" when TLS proves the token instead
   const std::string ns_;
   const StoreClientOptions options_;
+  const std::shared_ptr<grpc::Channel> channel_;
   const std::unique_ptr<v1::Store::Stub> stub_;
   std::atomic<bool> connected_{false};
 };
