@@ -47,7 +47,9 @@ absl::Status AwaitConnection(const std::shared_ptr<grpc::Channel>& channel,
       grpc::ClientContext probe;
       probe.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
       probe.set_wait_for_ready(false);
-      grpc::ByteBuffer request, response;
+      grpc::Slice empty(std::string(""));  // an empty message (an empty ByteBuffer aborts)
+      grpc::ByteBuffer request(&empty, 1);
+      grpc::ByteBuffer response;
       absl::Notification done;
       grpc::Status status;
       stub.UnaryCall(&probe, "/accel.rendezvous.v1.Probe/Connect", grpc::StubOptions(), &request,
