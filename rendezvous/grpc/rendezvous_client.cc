@@ -17,6 +17,7 @@
 #include "rendezvous/grpc/auth.h"
 #include "rendezvous/grpc/channel.h"
 #include "rendezvous/grpc/client_convert.h"
+#include "rendezvous/grpc/grpc_log.h"
 #include "rendezvous/grpc/transport.h"
 
 namespace accel::rendezvous {
@@ -272,6 +273,7 @@ class GrpcRendezvousClient final : public RendezvousClient {
 
 absl::StatusOr<std::unique_ptr<RendezvousClient>> NewGrpcRendezvousClient(
     const ClientOptions& options) {
+  RouteGrpcLogs();  // a launcher's: refused handshakes are said once, not per attempt
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
       MakeChannel(ChannelOptions{options.endpoint, options.token, options.tls_ca_path,
                                  options.backoff_initial, options.backoff_max});
