@@ -76,7 +76,7 @@ struct RendezvousResult {
   std::string token;
   std::string tls_ca_file;  // the user's CA for the store (tls_ca_file), "" = none
   std::string run_id;       // the run the server serves ("" = the plan's)
-  int attempt = 0;     // restart count, TORCHELASTIC_RESTART_COUNT
+  int attempt = 0;          // restart count, TORCHELASTIC_RESTART_COUNT
 };
 
 // Returns the plan for `config` on a machine with `gpu_count` visible GPUs (`why_no_gpu` explains
