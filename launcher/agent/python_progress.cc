@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/safe_file.h"
 #include "common/unique_fd.h"
 #include "launcher/agent/python_progress_files.h"
 #include "launcher/process/output.h"
@@ -26,13 +27,15 @@ bool IsPythonInterpreter(absl::string_view program) {
 }
 
 absl::Status WritePythonProgressModule(const std::string& dir) {
-  if (absl::Status made = MakeDirs(dir); !made.ok()) return made;
+  // In the private run directory (common/safe_file.h): a planted link or file is refused.
+  absl::StatusOr<UniqueFd> made = MakeOwnDir(dir, 0700);
+  if (!made.ok()) return made.status();
   for (const PythonProgressFile& file : kPythonProgressFiles) {
     const std::string path = absl::StrCat(dir, "/", file.name);
-    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
-    const size_t size = std::strlen(file.text);
-    if (!fd.valid() || ::write(fd.get(), file.text, size) != static_cast<ssize_t>(size)) {
-      return absl::ErrnoToStatus(errno, absl::StrCat("write the Python progress module ", path));
+    if (absl::Status written = WriteFileAt(made->get(), file.name, file.text, 0600, path);
+        !written.ok()) {
+      return absl::Status(written.code(),
+                          absl::StrCat("write the Python progress module: ", written.message()));
     }
   }
   return absl::OkStatus();

@@ -215,7 +215,7 @@ TEST_F(CompatTest, MultiGpuWorkerEnvironmentIsWhatAccelerateLaunchGives) {
   rdzv.world_size = 2;
   rdzv.master_port = 29555;
   std::vector<std::string> env =
-      launcher::WorkerEnv(*plan, rdzv, 1, {"/tmp/e.json", ""}, {"PATH=/usr/bin:/bin"});
+      launcher::WorkerEnv(*plan, rdzv, 1, {"/tmp/e.json", "", ""}, {"PATH=/usr/bin:/bin"});
   std::map<std::string, const char*> want = CpuJob(true, "2", "29555");
   want["ACCELERATE_USE_CPU"] = nullptr;  // accelerate's multi-GPU launcher does not set it
   want["ACCELERATE_MIXED_PRECISION"] = "fp16";
