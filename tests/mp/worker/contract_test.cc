@@ -50,7 +50,8 @@ class ContractTest : public ::testing::Test {
     EXPECT_NE(out.find("SUMMARY ran 1 ok 1 mismatched 0"), std::string::npos) << out;
   }
 
-  // Runs `count` (or ACCEL_CONTRACT_FUZZ_COUNT) sequences from `first`; prints the kinds run.
+  // Runs `count` (or ACCEL_CONTRACT_FUZZ_COUNT) sequences from `first`; prints how many
+  // sequences had each feature.
   void Fuzz(int world, int per_machine, int first, int count,
             const std::map<std::string, std::string>& env = {}) {
     if (const char* c = ::getenv("ACCEL_CONTRACT_FUZZ_COUNT")) count = std::atoi(c);
@@ -68,7 +69,7 @@ class ContractTest : public ::testing::Test {
                 per_machine > 0 ? per_machine : world, count, first, seconds);
     std::istringstream lines(out);
     for (std::string line; std::getline(lines, line);) {
-      if (line.rfind("KIND ", 0) == 0 || line.rfind("SUMMARY", 0) == 0) {
+      if (line.rfind("FEATURE ", 0) == 0 || line.rfind("SUMMARY", 0) == 0) {
         std::printf("  %s\n", line.c_str());
       }
     }

@@ -7,9 +7,10 @@
 // Each sequence runs with a fresh Accelerator and, in this process, through the Reference (every
 // rank simulated in plain LibTorch). After every micro-step every parameter, and every gradient
 // whenever both sides just synchronised, must match (relative 1e-6); at the end every rank's
-// parameters and gradients must be bitwise identical (all-gather). A backward on a detached loss
-// must throw accel::Error naming the fix. Prints one line per sequence ("ok <kind>" or
-// "MISMATCH ...") and "SUMMARY ran N ok N mismatched N kinds ..."; exit 1 on any mismatch.
+// parameters (and gradients, when synchronised) must be bitwise identical (all-gather). A backward
+// on a detached loss must throw accel::Error naming the fix. Prints one line per sequence ("ok
+// <kind>" or "MISMATCH ...") and "SUMMARY ran N ok N mismatched N kinds ..."; exit 1 on any
+// mismatch.
 #include <torch/torch.h>
 
 #include <chrono>
@@ -176,7 +177,7 @@ class Runner {
         if (!why.empty()) Note(At(m, p.name + ".grad: " + why));
       }
     }
-    const std::string ranks = SameOnEveryRank(acc, pairs);
+    const std::string ranks = SameOnEveryRank(acc, pairs, ref.synced());
     if (!ranks.empty()) Note(ranks);
     return failure_;
   }
@@ -190,10 +191,13 @@ class Runner {
     return "micro-step " + std::to_string(m) + ": " + what;
   }
 
-  static std::string SameOnEveryRank(Accelerator& acc, const std::vector<Named>& pairs) {
+  // Gradients only when the last backward synchronised: until then they are each rank's own.
+  static std::string SameOnEveryRank(Accelerator& acc, const std::vector<Named>& pairs,
+                                     bool grads) {
     std::vector<at::Tensor> parts;
     for (const auto& p : pairs) {
       parts.push_back(p.ours.detach().flatten());
+      if (!grads) continue;
       const at::Tensor g = p.ours.grad();
       parts.push_back(g.defined() ? g.flatten() : at::full({p.ours.numel()}, 12345.0f));
       parts.push_back(at::full({1}, g.defined() ? 1.0f : 0.0f));
@@ -245,7 +249,12 @@ int Main(int argc, char** argv) {
   }
   std::cout << "SUMMARY ran " << seqs.size() << " ok " << ok << " mismatched " << mismatched
             << " kinds " << kinds.size() << "\n";
-  for (const auto& [kind, n] : kinds) std::cout << "KIND " << kind << " " << n << "\n";
+  std::map<std::string, int> features;  // sequences with each feature
+  for (const auto& [kind, n] : kinds) {
+    std::istringstream parts(kind);
+    for (std::string f; std::getline(parts, f, '+');) features[f] += n;
+  }
+  for (const auto& [feature, n] : features) std::cout << "FEATURE " << feature << " " << n << "\n";
   return mismatched == 0 ? 0 : 1;
 }
 

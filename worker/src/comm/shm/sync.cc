@@ -226,6 +226,10 @@ void ShmSync::CheckPeers(const char* op, std::uint32_t target, Clock::time_point
   }
 }
 
+void ShmSync::Barrier(const char* op, Clock::time_point deadline) {
+  Barrier(op, deadline, Signature());
+}
+
 void ShmSync::Barrier(const char* op, Clock::time_point deadline, const Signature& signature) {
   CheckFailed(op);
   const std::uint32_t target = ++seq_;

@@ -63,7 +63,8 @@ class ShmSync {
 
   // Arrives at the next barrier and waits for every rank, up to `deadline`. `op` names the
   // operation in errors. Throws when another rank arrived with a different `signature`.
-  void Barrier(const char* op, Clock::time_point deadline, const Signature& signature = {});
+  void Barrier(const char* op, Clock::time_point deadline, const Signature& signature);
+  void Barrier(const char* op, Clock::time_point deadline);  // a plain barrier
 
   // FUTEX_WAKE calls issued in this group so far (diagnostics and tests).
   std::uint32_t wakeups() const;
