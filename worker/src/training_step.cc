@@ -49,7 +49,11 @@ void Accelerator::backward(const at::Tensor& loss) {
                                         : "has " + std::to_string(loss.numel()) +
                                               " elements; pass a scalar (e.g. loss.mean())");
   }
-  s.FinishScalerIteration();  // a backward after a step starts the next iteration
+  // A backward after a step starts the next iteration; gradients it adds are scaled again, so
+  // what an unscale without a step (clip_grad_norm alone) recorded is forgotten too.
+  s.FinishScalerIteration();
+  s.unscaled.clear();
+  s.unscale_found.clear();
   // Gradients are summed over ranks: the average's 1/world rides on the loss, with 1/N.
   const std::int64_t divisor = static_cast<std::int64_t>(s.options.gradient_accumulation_steps) *
                                (s.grad_sync ? s.world : 1);

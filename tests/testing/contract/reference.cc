@@ -69,19 +69,38 @@ void Reference::ZeroByHand() {
       for (auto& p : group.params()) zeroed.insert(p.unsafeGetTensorImpl());
     }
   }
-  // What this window accumulated for those parameters is gone on every rank.
+  // What this window accumulated for those parameters (and what they carried into it) is gone
+  // on every rank; a defined gradient stays defined (zeros).
   for (std::size_t i = 0; i < trainable_.size(); ++i) {
     if (zeroed.count(trainable_[i].unsafeGetTensorImpl()) == 0) continue;
-    for (auto& rank : local_) rank[i] = at::Tensor();
+    for (auto& rank : local_) {
+      if (rank[i].defined()) rank[i] = at::zeros_like(rank[i]);
+    }
   }
 }
 
 void Reference::Backward(bool sync, int micro, int k, int inf_rank) {
   FinishIteration();
+  unscaled_.clear();  // an unscale_ without a step is forgotten by the next backward
+  at::NoGradGuard no_grad;
+  if (!window_open_) {
+    // What each gradient holds when the window starts is averaged with the window's sums: each
+    // rank starts its sum from 1/world of it (DDP divides the whole .grad by the world size).
+    for (std::size_t i = 0; i < trainable_.size(); ++i) {
+      const at::Tensor& prev = trainable_[i].grad();
+      if (!prev.defined()) continue;
+      used_[i] = true;
+      for (auto& rank : local_) rank[i] = prev * (1.0 / static_cast<double>(world_));
+    }
+    window_open_ = true;
+  }
   for (int r = 0; r < world_; ++r) {
+    at::AutoGradMode enable(true);
     at::Tensor loss = Loss(seq_, net_, r, micro, k);
     if (r == inf_rank) loss = loss * std::numeric_limits<double>::infinity();
-    loss = loss / static_cast<double>(seq_.accumulation);
+    // The 1/(N x world) of the average rides on the loss (any order is PyTorch's answer up to
+    // rounding; this one keeps the rounding noise far below the 1e-6 the test allows).
+    loss = loss / static_cast<double>(seq_.accumulation * world_);
     if (seq_.scaling) loss = loss * at::full({1}, scale_, at::kFloat);
     auto grads = torch::autograd::grad({loss.sum()}, trainable_, {}, false, false,
                                        /*allow_unused=*/true);
@@ -96,20 +115,18 @@ void Reference::Backward(bool sync, int micro, int k, int inf_rank) {
     unsynced_ = true;
     return;
   }
-  at::NoGradGuard no_grad;
   for (std::size_t i = 0; i < trainable_.size(); ++i) {
     if (used_[i]) {
-      at::Tensor sum = at::zeros_like(trainable_[i]);
-      for (int r = 0; r < world_; ++r) {
-        if (local_[r][i].defined()) sum = sum + local_[r][i];
+      at::Tensor sum;
+      for (int r = 0; r < world_; ++r) {  // rank order, as the reductions sum
+        if (local_[r][i].defined()) sum = sum.defined() ? sum + local_[r][i] : local_[r][i];
       }
-      at::Tensor avg = sum / static_cast<double>(world_);
-      at::Tensor& grad = trainable_[i].mutable_grad();
-      grad = grad.defined() ? grad + avg : avg;
+      trainable_[i].mutable_grad() = sum.defined() ? sum : at::zeros_like(trainable_[i]);
     }
     used_[i] = false;
     for (auto& rank : local_) rank[i] = at::Tensor();
   }
+  window_open_ = false;
   unsynced_ = false;
 }
 
@@ -199,6 +216,7 @@ void Reference::Load() {
     for (auto& g : rank) g = at::Tensor();
   }
   used_.assign(trainable_.size(), false);
+  window_open_ = false;
   unsynced_ = false;
 }
 

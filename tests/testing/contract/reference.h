@@ -4,9 +4,12 @@
 // - DistributedDataParallel (find_unused_parameters=True, no_sync() on micro-steps that do not
 //   sync): a synchronising backward leaves .grad = (.grad before the window) + the average over
 //   ranks of each rank's window-local gradient sum (a rank that did not use a parameter adds
-//   zeros); a parameter no rank used keeps its .grad (none or zeros). Between synchronising
+//   zeros); a parameter no rank used and that had no .grad keeps none. Between synchronising
 //   backwards the gradients are rank-local (not compared). opt.zero_grad() by hand (LibTorch
-//   1.13: detach_ + zero_) clears what the window accumulated for its parameters.
+//   1.13: detach_ + zero_) clears what the window accumulated for its parameters. The average
+//   is computed as sum over ranks (rank order) of (prev / world + the window's gradients of
+//   loss / (N x world)): PyTorch's value, in the rounding order that keeps float32 noise far
+//   below the 1e-6 compared (DDP itself sums (prev + local) / world).
 // - torch.cuda.amp.GradScaler: the loss times the scale; per optimizer, its gradients unscaled
 //   once per iteration (unscale_, or step), its own found_inf decides whether it steps; update()
 //   once per iteration (here: when the next backward starts, before save_state and when read).
@@ -65,6 +68,7 @@ class Reference {
   std::vector<std::unique_ptr<torch::optim::SGD>> opts_;
   std::vector<std::vector<at::Tensor>> local_;  // [rank][param]: this window's gradient sums
   std::vector<bool> used_;
+  bool window_open_ = false;  // a backward ran since the last synchronising one
   bool unsynced_ = false;
   std::int64_t micro_step_ = 0;
   double scale_ = 1.0;
