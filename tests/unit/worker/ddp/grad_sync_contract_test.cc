@@ -31,7 +31,9 @@ TEST(GradSyncContractTest, OptimizerZeroGradDetachesBoundGradients) {
   ASSERT_NO_THROW(opt.zero_grad());
   const void* before = m.params[0].grad().data_ptr();
   SyncStep(sync, m, x);
-  if (m.params[0].grad().defined()) EXPECT_EQ(m.params[0].grad().data_ptr(), before);
+  if (m.params[0].grad().defined()) {
+    EXPECT_EQ(m.params[0].grad().data_ptr(), before);
+  }
 }
 
 // The fake all-reduce doubles (a peer with the same gradients): a reduced gradient is 2 g.
