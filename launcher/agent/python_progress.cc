@@ -28,6 +28,7 @@ bool IsPythonInterpreter(absl::string_view program) {
 
 absl::Status WritePythonProgressModule(const std::string& dir) {
   // In the private run directory (common/safe_file.h): a planted link or file is refused.
+  if (absl::Status parents = MakeParentDirs(dir, 0700); !parents.ok()) return parents;
   absl::StatusOr<UniqueFd> made = MakeOwnDir(dir, 0700);
   if (!made.ok()) return made.status();
   for (const PythonProgressFile& file : kPythonProgressFiles) {

@@ -7,7 +7,7 @@
 set -euo pipefail
 launcher=$1
 fake=$2
-source "$(dirname "$0")/../../testing/skip.sh"
+source "$(dirname "$0")/../../../testing/skip.sh"
 command -v python3 >/dev/null || skip "python3 missing (reads the JSON)"
 work=$(mktemp -d)
 run_id=mp-status-$$
