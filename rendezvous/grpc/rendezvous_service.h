@@ -16,10 +16,7 @@ namespace accel::rendezvous {
 
 class RendezvousService final : public v1::Rendezvous::CallbackService {
  public:
-  // `store_endpoint`: what a Join answer names as the store ("" = the coordinator's host:port;
-  // a server on a Unix socket gives its own unix:PATH).
-  RendezvousService(JoinCoordinator& coordinator, std::string token,
-                    std::string store_endpoint = "");
+  RendezvousService(JoinCoordinator& coordinator, std::string token);
 
   grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* context,
                                  const v1::JoinRequest* request,
@@ -35,7 +32,6 @@ class RendezvousService final : public v1::Rendezvous::CallbackService {
  private:
   JoinCoordinator& coordinator_;
   const std::string token_;
-  const std::string store_endpoint_;
 };
 
 }  // namespace accel::rendezvous

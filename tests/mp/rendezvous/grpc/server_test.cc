@@ -1,6 +1,5 @@
-// The store and join over real gRPC on a Unix socket (a one-machine job's transport, where calls
-// carry the token in metadata): semantics, exact wait deadlines, limits, auth, garbage requests,
-// thousands of concurrent waits, cancellation and shutdown. TCP and its TLS: transport_test.cc.
+// The store and join over real gRPC on 127.0.0.1: semantics, exact wait deadlines, limits, auth,
+// garbage requests, thousands of concurrent waits, cancellation and shutdown.
 #include "rendezvous/grpc/server.h"
 
 #include <gmock/gmock.h>
@@ -35,7 +34,6 @@ class GrpcTest : public ::testing::Test {
   void Restart(std::int64_t max_total_bytes) {
     if (server_ != nullptr) server_->Shutdown();
     ServerOptions options;
-    options.bind_address = "unix:";
     options.run_id = "run";
     options.num_machines = 2;
     options.token = "tok";
@@ -117,7 +115,7 @@ TEST_F(GrpcTest, WrongOrMissingTokenIsUnauthenticated) {
   auto wrong = Connect("run/0", "nope");
   absl::Status status = wrong->Set("k", "v");
   EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated);
-  EXPECT_THAT(status.message(), HasSubstr("store set from unix:"));
+  EXPECT_THAT(status.message(), HasSubstr("store set from ipv4:127.0.0.1:"));
   EXPECT_THAT(status.message(), HasSubstr("the rendezvous token is wrong"));
   auto none = Connect("run/0", "");
   EXPECT_THAT(none->Get("k", absl::ZeroDuration()).status().message(),
@@ -499,8 +497,7 @@ TEST(GrpcTlsTest, MissingCertificateIsAClearStartError) {
   auto server = RendezvousServer::Start(options);
   EXPECT_EQ(server.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(server.status().message(),
-              HasSubstr("start rendezvous server: rendezvous TLS certificate (tls_cert_file): "
-                        "open /nonexistent/cert.pem"));
+              HasSubstr("start rendezvous server: TLS certificate: open /nonexistent/cert.pem"));
 }
 
 }  // namespace
