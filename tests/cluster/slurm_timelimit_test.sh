@@ -34,7 +34,12 @@ done
 [[ $state != RUNNING && $state != PENDING ]] || { echo "FAIL: job $job still $state"; exit 1; }
 took=$(wait_tagged_gone 10) || { echo "FAIL: processes left ${took}s after the time limit"; \
   expect_no_tagged_pids || true; cat "$job_dir/out"; exit 1; }
-final=$(scontrol show job "$job" 2>/dev/null | grep -o 'JobState=[A-Z_]*' || true)
+# Slurm shows COMPLETING until its epilog is done: wait (10 s at most) for the final state.
+for _ in $(seq 100); do
+  final=$(scontrol show job "$job" 2>/dev/null | grep -o 'JobState=[A-Z_]*' || true)
+  [[ $final == JobState=COMPLETING ]] || break
+  sleep 0.1
+done
 echo "job $job ($final): every process ended ${took}s after Slurm's time-limit signal; it said:"
 grep -E 'launch: |root cause|CANCELLED|TIME LIMIT' "$job_dir/out" || true
 expect_in "$job_dir/out" "DUE TO TIME LIMIT"

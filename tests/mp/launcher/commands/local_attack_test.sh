@@ -174,7 +174,12 @@ expect_refused "2b. planted job file under a shared log_dir" "not by you" "$rc" 
 
 # 3. status --run_id of the real job while the predictable name is planted.
 plant_job "$work/tmp/accel-$run_id-m0" "$job_pid"
-rc=0; as "$victim" "$launcher" status --run_id "$run_id" --json >"$work/out" 2>"$work/err" || rc=$?
+# The job publishes its status every 0.5 s: until the first publication, status says so.
+for _ in $(seq 20); do
+  rc=0; as "$victim" "$launcher" status --run_id "$run_id" --json >"$work/out" 2>"$work/err" || rc=$?
+  [[ $rc -ne 0 ]] && grep -q "no status published yet" "$work/err" || break
+  sleep 0.25
+done
 [[ $rc -eq 0 ]] || fail "3. status --run_id of the real job: exit $rc: $(cat "$work/err")"
 grep -q '"ranks"' "$work/out" || fail "3. status --run_id printed no ranks: $(cat "$work/out")"
 echo "ok: 3. status --run_id found the victim's own job beside the planted directory"
