@@ -14,6 +14,7 @@ Usage (issue 29's check: 20 trials of 64 machines; ~2-3 minutes per trial on 2 c
       --train build/examples/train.bin --machines 64 --trials 20 [--keep DIR]
 """
 import argparse
+import glob
 import os
 import re
 import shutil
@@ -121,8 +122,11 @@ def worker_pid(bridge: Bridge, machine: int, program: str):
 
 
 def progress(work: str, run_id: str, machine: int) -> int:
-    path = os.path.join(work, f"accel-{run_id}-m{machine}", "attempt_0", f"rank_{machine}",
-                        "progress")
+    # A scratch run directory has a random suffix: accel-<run_id>-m<k>-XXXXXX (launcher/status/run_dir).
+    found = glob.glob(os.path.join(glob.escape(work), f"accel-{run_id}-m{machine}-*"))
+    if not found:
+        return -1
+    path = os.path.join(found[0], "attempt_0", f"rank_{machine}", "progress")
     try:
         with open(path, "rb") as f:
             data = f.read(8)
