@@ -47,4 +47,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    # torch 1.13's gloo teardown at interpreter exit hangs now and then under CPU load, with the
+    # progress module on or off (1 in 6 runs each on a loaded 2-core VM): skip the teardown, its
+    # report is already printed.
+    os._exit(code)
