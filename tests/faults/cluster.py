@@ -14,6 +14,26 @@ def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(list(args), check=check, capture_output=True, text=True, timeout=30)
 
 
+
+def kill_pids(pids: list) -> int:
+    """SIGKILLs `pids` (those already gone are skipped); returns how many were given."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return len(pids)
+
+
+def wait_until_none(pids, timeout: float, poll: float) -> bool:
+    """Waits up to `timeout` until pids() returns none; returns whether it did."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not pids():
+            return True
+        time.sleep(poll)
+    return not pids()
+
 class Cluster:
     """Creates the namespaces on up() and removes them (and everything in them) on down()."""
 
@@ -58,22 +78,11 @@ class Cluster:
 
     def kill_all(self) -> int:
         """SIGKILLs every process in both namespaces; returns how many there were."""
-        pids = self.all_pids()
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        return len(pids)
+        return kill_pids(self.all_pids())
 
     def wait_empty(self, timeout: float) -> bool:
         """Waits until no process is left in either namespace."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self.all_pids():
-                return True
-            time.sleep(0.02)
-        return not self.all_pids()
+        return wait_until_none(self.all_pids, timeout, 0.02)
 
     def launch(self, machine: int, argv: list, log_path: str, env: dict) -> subprocess.Popen:
         """Starts `argv` inside machine `machine`, stdout and stderr into `log_path`."""

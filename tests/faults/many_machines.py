@@ -27,6 +27,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
 
+from cluster import kill_pids, wait_until_none  # noqa: E402
 from job import FOREVER, TRAIN_ARGS  # noqa: E402
 from skip import skip  # noqa: E402
 
@@ -85,21 +86,10 @@ class Bridge:
         return out
 
     def kill_all(self) -> int:
-        pids = self.pids()
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        return len(pids)
+        return kill_pids(self.pids())
 
     def wait_empty(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self.pids():
-                return True
-            time.sleep(0.1)
-        return not self.pids()
+        return wait_until_none(self.pids, timeout, 0.1)
 
     def down(self) -> None:
         self.kill_all()
