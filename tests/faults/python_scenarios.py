@@ -77,13 +77,13 @@ def python_spin(ctx):
 
 
 def python_straggler(ctx):
-    """Rank 3 slowed by SIGSTOP/SIGCONT cycles (stopped 300 ms of every 400 ms): machine 0's
+    """Rank 3 slowed by SIGSTOP/SIGCONT cycles (stopped 350 ms of every 400 ms): machine 0's
     console names it a straggler within one window (plus two status intervals), and no other
     rank is named. "s" is the time from the first stop until it was named."""
     if not have_torch():
         return None
     options = ["--hang_timeout", "0", "--status_interval", str(INTERVAL), "--straggler_window",
-               str(WINDOW), "--straggler_threshold", "1"]
+               str(WINDOW), "--straggler_threshold", "2"]
     # Steps of a few milliseconds of own work (as the netns status test's), so that the slowed
     # rank stands out of the noise of four ranks sharing a busy host.
     job, workers = start_ddp(ctx, "python-straggler", options, ["--hidden", "256"])
@@ -97,11 +97,11 @@ def python_straggler(ctx):
         while not stop.is_set():
             try:
                 os.kill(workers[3], signal.SIGSTOP)
-                time.sleep(0.3)
+                time.sleep(0.35)
                 os.kill(workers[3], signal.SIGCONT)
             except ProcessLookupError:
                 return
-            time.sleep(0.1)
+            time.sleep(0.05)
 
     slower = threading.Thread(target=slow)
     start = time.monotonic()
