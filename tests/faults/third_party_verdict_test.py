@@ -15,7 +15,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from scenarios import INTRUDER_TRIES, intruder_verdict, third_party_verdict  # noqa: E402
+from intruder_verdict import INTRUDER_TRIES, intruder_verdict, third_party_verdict  # noqa: E402
 
 TOOLS = {}
 CLEAN = "12.345678"
