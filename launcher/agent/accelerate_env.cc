@@ -117,7 +117,8 @@ void AddMegatron(const Args& a, Vars* v) {
   }
 }
 
-// setup_fp8_env: every fp8_* argument that is not None, the linear-precision triple split.
+// setup_fp8_env: every fp8_* argument that is not None, the linear-precision triple split (from
+// 1.4; before, one variable with the tuple's text).
 void AddFp8(const LaunchPlan& plan, const Args& a, Vars* v) {
   std::map<std::string, bool> names;
   for (const AccelerateOption& option : AccelerateOptions()) {
@@ -129,7 +130,7 @@ void AddFp8(const LaunchPlan& plan, const Args& a, Vars* v) {
   for (const auto& [name, unused] : names) {
     const AccelerateArg arg = a.Get(name);
     if (arg.none) continue;
-    if (name == "fp8_override_linear_precision") {
+    if (name == "fp8_override_linear_precision" && a.Since(104)) {
       // A tuple of three booleans; str() of each element.
       std::vector<std::string> parts = absl::StrSplit(absl::StripAsciiWhitespace(arg.str),
                                                       absl::ByAnyChar("(),[] "), absl::SkipEmpty());
@@ -149,16 +150,17 @@ void AddParallelism(const Args& a, Vars* v) {
     (*v)[absl::StrCat("PARALLELISM_CONFIG_", absl::AsciiStrToUpper(name))] =
         a.Str(absl::StrCat("parallelism_config_", name));
   };
-  for (const char* name : {"dp_replicate_size", "dp_shard_size", "tp_size", "cp_size", "cp_backend",
-                           "sp_size", "sp_backend"}) {
-    set(name);
-  }
   auto more_than_one = [&](const char* name) {
     int value = 0;
     return absl::SimpleAtoi(a.Str(absl::StrCat("parallelism_config_", name)), &value) && value > 1;
   };
+  for (const char* name : {"dp_replicate_size", "dp_shard_size", "tp_size", "cp_size"}) set(name);
+  const bool sequence_parallel = a.Since(112);  // 1.10 and 1.11 know no backends, no sp_*
+  if (sequence_parallel) {
+    for (const char* name : {"cp_backend", "sp_size", "sp_backend"}) set(name);
+  }
   if (more_than_one("cp_size")) set("cp_comm_strategy");
-  if (more_than_one("sp_size")) {
+  if (sequence_parallel && more_than_one("sp_size")) {
     for (const char* name :
          {"sp_seq_length", "sp_seq_length_is_variable", "sp_attn_implementation"}) {
       set(name);
@@ -225,8 +227,16 @@ void AddAcceleratePluginVars(const LaunchPlan& plan, const std::string& python_p
   if (!args.Since(107)) v.erase(env::kDynamoUseRegionalCompilation);
   if (!args.Since(22)) v.erase(env::kDebugMode);
   if (!args.Since(29)) v.erase(env::kCpuAffinity);
-  if (!args.Since(19) && v.count(env::kUseCpu) != 0 && plan.accelerate_plugin.empty()) {
+  const bool simple_launcher = v.count(env::kUseCpu) != 0 && plan.accelerate_plugin.empty();
+  if (!args.Since(19) && simple_launcher) {
     v["ACCELERATE_USE_MPS_DEVICE"] = "False";  // the simple launcher's, up to 0.18
+  }
+  if (args.Since(108) && !args.Since(113) && simple_launcher) {
+    // 1.8 to 1.12 test the string "False" for truth: the OpenMP pinning comes with every simple
+    // launch, CCL's worker count ("0" without oneCCL) with every one of two or more processes.
+    v[env::kKmpAffinity] = "granularity=fine,compact,1,0";
+    v[env::kKmpBlocktime] = "1";
+    if (plan.world_size > 1) v["CCL_WORKER_COUNT"] = "0";
   }
   if (plan.fp8) {
     v[env::kMixedPrecision] = "fp8";

@@ -71,6 +71,9 @@ void AddAcceleratePlugins(const Config& config, LaunchPlan* plan) {
   plan->accelerate_plugin = config.accelerate_plugin;
   plan->use_parallelism_config = config.use_parallelism_config;
   plan->accelerate_args = config.accelerate_args;
+  if (plan->accelerate_release < 104) {  // fp8_config is read from 1.4 on
+    for (const std::string& name : config.fp8_config_file_args) plan->accelerate_args.erase(name);
+  }
   std::vector<std::string> fields = config.deepspeed_config_keys;
   if (config.mixed_precision_from_file) fields.push_back("mixed_precision");
   plan->deepspeed_fields = absl::StrJoin(fields, ",");

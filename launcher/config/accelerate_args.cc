@@ -139,6 +139,7 @@ absl::Status SetOption(const AccelerateOption& option, const std::string& text, 
       break;
     }
   }
+  c->fp8_config_file_args.erase(std::string(option.name));
   c->accelerate_args[std::string(option.name)] = std::move(arg);
   return absl::OkStatus();
 }
@@ -237,6 +238,7 @@ absl::Status SetAccelerateSection(const YamlValue& value, absl::string_view sect
       std::string name = key.scalar;
       if (section == "fp8_config" && !absl::StartsWith(name, "fp8")) name = "fp8_" + name;
       config->accelerate_args[name] = Str(absl::StrCat("(", absl::StrJoin(items, ", "), ")"));
+      if (section == "fp8_config") config->fp8_config_file_args.insert(name);
       continue;
     }
     if (entry.kind == YamlValue::Kind::kMap) {
@@ -247,6 +249,7 @@ absl::Status SetAccelerateSection(const YamlValue& value, absl::string_view sect
     if (section == "fsdp_config" && !absl::StartsWith(name, "fsdp")) name = "fsdp_" + name;
     if (section == "fp8_config" && !absl::StartsWith(name, "fp8")) name = "fp8_" + name;
     config->accelerate_args[name] = PyFromYaml(entry);
+    if (section == "fp8_config") config->fp8_config_file_args.insert(name);
     if (section == "deepspeed_config") config->deepspeed_config_keys.push_back(key.scalar);
   }
   if (section == "parallelism_config") config->use_parallelism_config = true;

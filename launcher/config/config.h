@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,9 +64,12 @@ struct Config {
   bool fp8 = false;  // mixed_precision fp8 (mixed_precision itself stays no)
   std::map<std::string, AccelerateArg> accelerate_args;
   std::vector<std::string> deepspeed_config_keys;  // file order: ACCELERATE_CONFIG_DS_FIELDS
-  bool use_parallelism_config = false;             // a non-empty parallelism_config
-  bool mixed_precision_from_file = false;          // DeepSpeed's fields list names it then
-  std::string accelerate_version = "1.14";         // whose launch environment Python scripts get
+  // accelerate_args set from a file's fp8_config section (not by an option): releases before
+  // 1.4 never read that section, so their workers get the parser's defaults instead.
+  std::set<std::string> fp8_config_file_args;
+  bool use_parallelism_config = false;      // a non-empty parallelism_config
+  bool mixed_precision_from_file = false;   // DeepSpeed's fields list names it then
+  std::string accelerate_version = "1.14";  // whose launch environment Python scripts get
 
   // accelerate_version as a number, major * 100 + minor (1.14 → 114, 0.20 → 20).
   int accelerate_release() const;

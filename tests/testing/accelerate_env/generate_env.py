@@ -5,7 +5,8 @@ usage: generate_env.py ACCELERATE_SRC VERSION CASES_PY OUT_JSON
 
 ACCELERATE_SRC is accelerate's `src` directory at a release tag (e.g. from `git archive v1.14.0
 src/accelerate`), run in place with Debian's python3 (torch 1.13, numpy, yaml, packaging, psutil);
-only safetensors, huggingface_hub and deepspeed, which Debian does not package, are stubbed. For
+only safetensors, huggingface_hub and deepspeed, which Debian does not package, are stubbed (and
+torch.distributed.device_mesh, newer than torch 1.13, for 1.10+). For
 each case of CASES_PY's `cases(version)` (name, config YAML, launch options) it writes the config
 to a file, parses `--config_file FILE OPTIONS train.py` with that release's own
 `launch_command_parser()` and runs its own `launch_command()` up to the point where it starts
@@ -25,6 +26,9 @@ import tempfile
 import types
 
 STUBBED = ("safetensors", "huggingface_hub", "deepspeed")
+# Newer than torch 1.13: stubbed only where the real module is missing (the finder that serves
+# them comes last on sys.meta_path). accelerate 1.10+ imports init_device_mesh at module level.
+MISSING_STUBBED = ("torch.distributed.device_mesh",)
 
 
 class _AnyModule(types.ModuleType):
@@ -37,8 +41,11 @@ class _AnyModule(types.ModuleType):
 
 
 class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def __init__(self, names=None):
+        self._names = names
+
     def find_spec(self, name, path, target=None):
-        if name.split(".")[0] in STUBBED:
+        if (name in self._names) if self._names is not None else name.split(".")[0] in STUBBED:
             return importlib.machinery.ModuleSpec(name, self, is_package=True)
         return None
 
@@ -113,6 +120,7 @@ def main():
     src, version, cases_py, out_path = (os.path.abspath(a) if i != 1 else a
                                         for i, a in enumerate(sys.argv[1:5]))
     sys.meta_path.insert(0, _StubFinder())
+    sys.meta_path.append(_StubFinder(MISSING_STUBBED))
     sys.path.insert(0, src)
     import logging
     logging.disable(logging.CRITICAL)

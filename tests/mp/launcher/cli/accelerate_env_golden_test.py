@@ -16,8 +16,9 @@ and OMP_NUM_THREADS (torchrun sets it in accelerate's workers after this environ
 runs accelerate's own mpirun launch is refused by accel-launch with what to write instead; the
 test checks that refusal. On a machine without GPUs a multi-GPU config without a plugin takes
 accel-launch's documented fallback (README: MULTI_CPU over gloo, as under `--cpu`): the test then
-expects the fallback's own variables on top (ACCELERATE_USE_CPU=True, and up to 0.18 the simple
-launcher's ACCELERATE_USE_MPS_DEVICE=False); a plugin config (FSDP, DeepSpeed, Megatron-LM) gets
+expects the fallback's own variables on top (ACCELERATE_USE_CPU=True, and the simple launcher's:
+ACCELERATE_USE_MPS_DEVICE=False up to 0.18, KMP_AFFINITY, KMP_BLOCKTIME and CCL_WORKER_COUNT from
+1.8 to 1.12); a plugin config (FSDP, DeepSpeed, Megatron-LM) gets
 accelerate's GPU environment either way. It also checks the refusals: a libaccel program (not
 Python, no --no_python) given FSDP / DeepSpeed / Megatron-LM / fp8 gets one error naming what
 libaccel supports; DeepSpeed's pdsh launcher on two machines and the TPU options are refused with
@@ -66,8 +67,14 @@ def run_case(launcher, version, case):
                 k.startswith(("ACCELERATE_USE_FSDP", "ACCELERATE_USE_DEEPSPEED",
                               "ACCELERATE_USE_MEGATRON_LM")) for k in want):
             want["ACCELERATE_USE_CPU"] = "True"
-            if tuple(int(x) for x in version.split(".")) < (0, 19):
+            release = tuple(int(x) for x in version.split("."))
+            if release < (0, 19):
                 want["ACCELERATE_USE_MPS_DEVICE"] = "False"
+            if (1, 8) <= release < (1, 13):  # the simple launcher's OpenMP and CCL variables
+                want["KMP_AFFINITY"] = "granularity=fine,compact,1,0"
+                want["KMP_BLOCKTIME"] = "1"
+                if int(ours.get("WORLD_SIZE", "1")) > 1:
+                    want["CCL_WORKER_COUNT"] = "0"
         wrong = []
         for name, value in sorted(want.items()):
             if name in NOT_COMPARED:
