@@ -128,6 +128,11 @@ void StatusExchange::Run() {
   }
 }
 
+void StatusExchange::WorkersStopping() {
+  absl::MutexLock lock(&mu_);
+  workers_stopping_ = true;
+}
+
 bool StatusExchange::Stopping() const {
   absl::MutexLock lock(&mu_);
   return stop_;
@@ -154,8 +159,15 @@ void StatusExchange::ShowJob(absl::Time now) {
   absl::StatusOr<StoredJob> job = ReadJob(*store_, options_.run_id);
   if (!job.ok()) return;
   const double min_window = 0.9 * job->info.straggler_window_s;
-  for (const Straggler& s : stragglers_.Update(job->view.ranks, min_window)) {
-    Notice(absl::StrCat("status: ", DescribeStraggler(s)));
+  bool workers_stopping = false;
+  {
+    absl::MutexLock lock(&mu_);
+    workers_stopping = workers_stopping_;
+  }
+  if (!workers_stopping) {
+    for (const Straggler& s : stragglers_.Update(job->view.ranks, min_window)) {
+      Notice(absl::StrCat("status: ", DescribeStraggler(s)));
+    }
   }
   const std::string line = FormatStatusLine(Summarize(job->view.ranks), stragglers_.current());
   if (options_.live_line && LiveLineAvailable()) {

@@ -57,6 +57,8 @@ class StatusExchange final : public WorkerObserver {
 
   void Started(const WorkerLaunch& worker, pid_t pid) override;
   void Exited(int rank, const ExitStatus& status) override;
+  // Names no straggler from here on: a rank handling its interrupt or dying is not slow.
+  void WorkersStopping() override;
 
  private:
   void Run();
@@ -72,6 +74,7 @@ class StatusExchange final : public WorkerObserver {
 
   mutable absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool workers_stopping_ ABSL_GUARDED_BY(mu_) = false;
   RankTracker tracker_ ABSL_GUARDED_BY(mu_);
 
   // The thread's own state.

@@ -376,6 +376,7 @@ void AttemptRun::BeginStop(int signal) {
     return;
   }
   stopping_ = true;
+  if (observer_ != nullptr) observer_->WorkersStopping();
   SignalAll(signal);
   kill_deadline_ = absl::Now() + options_.shutdown_grace;
 }

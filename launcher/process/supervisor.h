@@ -75,6 +75,9 @@ class WorkerObserver {
   virtual ~WorkerObserver() = default;
   virtual void Started(const WorkerLaunch& worker, pid_t pid) = 0;
   virtual void Exited(int rank, const ExitStatus& status) = 0;
+  // The supervisor began stopping every worker (a failure, a hang, a signal or an abort): from
+  // here on the ranks' progress says how they die, not how they train.
+  virtual void WorkersStopping() {}
 };
 
 enum class AttemptEnd {
