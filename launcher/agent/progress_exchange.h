@@ -4,12 +4,23 @@
 //                                active (by 1) or advanced (by kAdvancedUnit, 2^32): how long
 //                                its low 32 bits stood still is how long the job was idle, how
 //                                long the bits above stood still how long it was stalled
-//   accel-launch/progress/<m>    machine m's ranks (EncodeSnapshots)
-//   accel-launch/hang-verdict    the job's verdict: the first proposal, set only while absent
-// One thread makes every store call, each period (defaults::kProgressPublishInterval) or at
-// once after a proposal; the other machines' ranks are read only once the job has been idle or
-// stalled for half the hang timeout, so a healthy job costs each machine three small calls per
-// period.
+//   accel-launch/progress/<m>    machine m's ranks (EncodeSnapshots), rewritten each period
+//   accel-launch/hang-reports    how many machines wrote their hang report
+//   accel-launch/hang-report/<m> machine m's ranks as it sampled them once it learned that the
+//                                job is hung (its own proposal, or the counter above), written once
+//   accel-launch/hang-verdict    the job's verdict, set only while absent
+// The job's verdict (issue 25): a machine that proposes one writes its report and waits until
+// every machine's report is in (or options.report_wait ran out, for a machine that does not
+// answer), then decides with DecideJobVerdict over the reports (the last progress read stands in
+// for a missing one) and stores the result if none is stored yet; every machine adopts the stored
+// verdict. A machine learns of the hang from the report counter within a period, so the decision
+// rests on each machine's own fresh observation of its ranks (a stopped process is seen where it
+// runs) and not on another machine's stale copy. The proposal itself gives only the job's idle
+// time and whether it was a busy stall.
+// One thread makes every store call, each period (defaults::kProgressPublishInterval), or every
+// kCollectPoll while collecting reports; the other machines' ranks and the report counter are
+// read only once the job has been idle or stalled for half the hang timeout, so a healthy job
+// costs each machine three small calls per period.
 // The supervisor's calls never block. A failing store reads as "the job is active".
 #ifndef ACCEL_LAUNCHER_AGENT_PROGRESS_EXCHANGE_H_
 #define ACCEL_LAUNCHER_AGENT_PROGRESS_EXCHANGE_H_
@@ -36,6 +47,9 @@ struct ExchangeOptions {
   int num_machines = 1;
   absl::Duration hang_timeout = absl::FromChrono(defaults::kHangTimeout);
   absl::Duration interval = absl::FromChrono(defaults::kProgressPublishInterval);
+  // How long a proposal waits for every machine's hang report before deciding without the
+  // missing ones (below defaults::kHangVerdictWait, after which HangWatch acts on its own).
+  absl::Duration report_wait = 3 * absl::FromChrono(defaults::kProgressPublishInterval);
 };
 
 class ProgressExchange final : public JobProgress {
@@ -65,6 +79,12 @@ class ProgressExchange final : public JobProgress {
   void PublishOwn();
   void ReadActivity();
   void ReadOthers();
+  // Writes this machine's hang report (once): when it proposed, or another machine reported.
+  void Report();
+  // Returns the other machines' ranks as last read, their idle times brought forward to `now`.
+  std::vector<RankSnapshot> OthersLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reads the reports not read yet; decides and stores the job's verdict once all are in or the
+  // report wait ran out.
   void SettleVerdict();
 
   const std::unique_ptr<rendezvous::Store> store_;
@@ -77,6 +97,7 @@ class ProgressExchange final : public JobProgress {
   absl::Time own_active_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();    // last local activity
   absl::Time own_advanced_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();  // last local advance
   std::optional<HangVerdict> proposal_ ABSL_GUARDED_BY(mu_);
+  bool proposal_new_ ABSL_GUARDED_BY(mu_) = false;  // the thread has not seen it yet
   // From the store.
   absl::Time activity_changed_ ABSL_GUARDED_BY(mu_);  // when the counter's activity moved
   absl::Time advanced_changed_ ABSL_GUARDED_BY(mu_);  // when its advances moved
@@ -88,6 +109,9 @@ class ProgressExchange final : public JobProgress {
   std::optional<std::int64_t> activity_seen_;
   absl::Time activity_added_ = absl::InfinitePast();  // own_active_ when last counted
   absl::Time advanced_added_ = absl::InfinitePast();  // own_advanced_ when last counted
+  bool reported_ = false;                             // this machine's hang report is written
+  absl::Time proposed_at_ = absl::InfiniteFuture();   // when the thread first saw the proposal
+  std::map<int, std::vector<RankSnapshot>> reports_;  // machine → its hang report
 
   std::thread thread_;
 };

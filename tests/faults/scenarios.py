@@ -240,3 +240,8 @@ SCENARIOS = {
 }
 
 SCENARIOS.update(PYTHON_SCENARIOS)
+
+# A stopped worker named on every machine, fast steps and the suite's model: hang_scenarios.py.
+from hang_scenarios import HANG_SCENARIOS  # noqa: E402 - it imports this module's helpers
+
+SCENARIOS.update(HANG_SCENARIOS)
