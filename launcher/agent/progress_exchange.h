@@ -17,10 +17,11 @@
 // rests on each machine's own fresh observation of its ranks (a stopped process is seen where it
 // runs) and not on another machine's stale copy. The proposal itself gives only the job's idle
 // time and whether it was a busy stall.
-// One thread makes every store call, each period (defaults::kProgressPublishInterval), or every
-// kCollectPoll while collecting reports; the other machines' ranks and the report counter are
-// read only once the job has been idle or stalled for half the hang timeout, so a healthy job
-// costs each machine three small calls per period.
+// One thread makes every store call, each period (defaults::kProgressPublishInterval), and every
+// kCollectPoll (50 ms) while a proposal waits for reports (two calls: the report counter and the
+// verdict, plus one per new report); the other machines' ranks and the report counter are read
+// only once the job has been idle or stalled for half the hang timeout, so a healthy job costs
+// each machine three small calls per period.
 // The supervisor's calls never block. A failing store reads as "the job is active".
 #ifndef ACCEL_LAUNCHER_AGENT_PROGRESS_EXCHANGE_H_
 #define ACCEL_LAUNCHER_AGENT_PROGRESS_EXCHANGE_H_

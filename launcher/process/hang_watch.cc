@@ -25,6 +25,7 @@ HangWatch::Action HangWatch::Check(absl::Time now,
     case Phase::kSettling:
       if (std::optional<HangVerdict> settled = job_->Settled(); settled.has_value()) {
         verdict_ = *std::move(settled);
+        agreed_ = true;
         return Act(now);
       }
       return now >= deadline_ ? Act(now) : Action::kNone;  // keep this machine's verdict
@@ -54,6 +55,7 @@ HangWatch::Action HangWatch::Check(absl::Time now,
   }
   verdict_ = idle_hang ? DiagnoseHang(ranks, idle) : DiagnoseHang(ranks, stalled, /*busy=*/true);
   if (job_ == nullptr) {
+    agreed_ = true;
     return Act(now);
   }
   job_->Propose(verdict_);

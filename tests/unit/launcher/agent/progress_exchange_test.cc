@@ -145,7 +145,7 @@ TEST(ProgressExchangeTest, EveryMachineSettlesOnTheObservedStopWhoeverProposesFi
         machine.idle_at_start.push_back(absl::Milliseconds(ms + static_cast<int>(gen() % 1000)));
       }
       const absl::Duration delay =
-          m == slow ? absl::Milliseconds(gen() % 80) : absl::Milliseconds(gen() % 10);
+          m == slow ? absl::Milliseconds(gen() % 50) : absl::Milliseconds(gen() % 10);
       machine.exchange = std::make_unique<ProgressExchange>(
           std::make_unique<SlowStore>(base, delay), Options(m, count));
       machine.Publish(start);  // before the stop was seen: every copy of it says "waiting"
