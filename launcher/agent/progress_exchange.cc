@@ -49,6 +49,7 @@ void ProgressExchange::Publish(std::vector<RankSnapshot> ranks, absl::Duration i
                                absl::Duration stalled_for, absl::Time now) {
   absl::MutexLock lock(&mu_);
   own_ = std::move(ranks);
+  own_sampled_ = now;
   if (idle_for != absl::InfiniteDuration()) own_active_ = std::max(own_active_, now - idle_for);
   if (stalled_for != absl::InfiniteDuration()) {
     own_advanced_ = std::max(own_advanced_, now - stalled_for);
@@ -91,6 +92,7 @@ void ProgressExchange::Propose(const HangVerdict& verdict) {
   if (proposal_.has_value()) return;
   proposal_ = verdict;
   proposal_new_ = true;
+  report_from_ = std::min(report_from_, own_sampled_);  // HangWatch published, then proposed
 }
 
 std::optional<HangVerdict> ProgressExchange::Settled() const {
@@ -105,10 +107,10 @@ void ProgressExchange::Run() {
     {
       absl::MutexLock lock(&mu_);
       auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || proposal_new_; };
-      collecting = proposal_.has_value() && !settled_.has_value();
+      const bool busy =
+          (proposal_.has_value() && !settled_.has_value()) || (round_seen_ && !reported_);
       const absl::Duration wait = next_period - absl::Now();
-      mu_.AwaitWithTimeout(absl::Condition(&wake),
-                           collecting ? std::min(wait, kCollectPoll) : wait);
+      mu_.AwaitWithTimeout(absl::Condition(&wake), busy ? std::min(wait, kCollectPoll) : wait);
       if (stop_) return;
       proposal_new_ = false;
       collecting = proposal_.has_value() && !settled_.has_value();
@@ -117,11 +119,12 @@ void ProgressExchange::Run() {
       Exchange();
       next_period = absl::Now() + options_.interval;
     }
-    if (collecting && !Stopping()) {
-      if (proposed_at_ == absl::InfiniteFuture()) proposed_at_ = absl::Now();
-      Report();
-      SettleVerdict();
+    if (collecting && proposed_at_ == absl::InfiniteFuture()) {
+      proposed_at_ = absl::Now();
+      round_seen_ = true;
     }
+    if (round_seen_ && !Stopping()) Report();
+    if (collecting && !Stopping()) SettleVerdict();
   }
 }
 
@@ -143,10 +146,13 @@ void ProgressExchange::Exchange() {
   }
   if (!suspect || Stopping()) return;
   ReadOthers();
-  if (reported_ || Stopping()) return;
+  if (round_seen_ || Stopping()) return;
   absl::StatusOr<std::string> reports = store_->Get(kReportsKey, absl::ZeroDuration());
   std::int64_t count = 0;
-  if (reports.ok() && absl::SimpleAtoi(*reports, &count) && count > 0) Report();
+  if (!reports.ok() || !absl::SimpleAtoi(*reports, &count) || count <= 0) return;
+  round_seen_ = true;  // Run reports once the supervisor published a sample taken from now on
+  absl::MutexLock lock(&mu_);
+  report_from_ = std::min(report_from_, absl::Now());
 }
 
 void ProgressExchange::PublishOwn() {
@@ -209,6 +215,7 @@ void ProgressExchange::Report() {
   std::vector<RankSnapshot> own;
   {
     absl::MutexLock lock(&mu_);
+    if (own_sampled_ < report_from_) return;
     own = own_;
   }
   if (!store_->Set(ReportKey(options_.machine_rank), EncodeSnapshots(own)).ok()) return;

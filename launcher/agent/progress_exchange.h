@@ -50,7 +50,7 @@ struct ExchangeOptions {
   absl::Duration interval = absl::FromChrono(defaults::kProgressPublishInterval);
   // How long a proposal waits for every machine's hang report before deciding without the
   // missing ones (below defaults::kHangVerdictWait, after which HangWatch acts on its own).
-  absl::Duration report_wait = 3 * absl::FromChrono(defaults::kProgressPublishInterval);
+  absl::Duration report_wait = 4 * absl::FromChrono(defaults::kProgressPublishInterval);
 };
 
 class ProgressExchange final : public JobProgress {
@@ -80,7 +80,8 @@ class ProgressExchange final : public JobProgress {
   void PublishOwn();
   void ReadActivity();
   void ReadOthers();
-  // Writes this machine's hang report (once): when it proposed, or another machine reported.
+  // Writes this machine's hang report (once) when it proposed or another machine reported, from
+  // a sample no older than report_from_ (else it waits for the supervisor's next one).
   void Report();
   // Returns the other machines' ranks as last read, their idle times brought forward to `now`.
   std::vector<RankSnapshot> OthersLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -97,8 +98,12 @@ class ProgressExchange final : public JobProgress {
   std::vector<RankSnapshot> own_ ABSL_GUARDED_BY(mu_);
   absl::Time own_active_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();    // last local activity
   absl::Time own_advanced_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();  // last local advance
+  absl::Time own_sampled_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();   // when own_ was sampled
   std::optional<HangVerdict> proposal_ ABSL_GUARDED_BY(mu_);
   bool proposal_new_ ABSL_GUARDED_BY(mu_) = false;  // the thread has not seen it yet
+  // The earliest sample a hang report may carry: the one the proposal was made from, or one
+  // taken after the report counter was seen (not a copy from before a stall of this launcher).
+  absl::Time report_from_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   // From the store.
   absl::Time activity_changed_ ABSL_GUARDED_BY(mu_);  // when the counter's activity moved
   absl::Time advanced_changed_ ABSL_GUARDED_BY(mu_);  // when its advances moved
@@ -110,7 +115,8 @@ class ProgressExchange final : public JobProgress {
   std::optional<std::int64_t> activity_seen_;
   absl::Time activity_added_ = absl::InfinitePast();  // own_active_ when last counted
   absl::Time advanced_added_ = absl::InfinitePast();  // own_advanced_ when last counted
-  bool reported_ = false;                             // this machine's hang report is written
+  bool round_seen_ = false;  // this machine proposed, or another machine's report was counted
+  bool reported_ = false;    // this machine's hang report is written
   absl::Time proposed_at_ = absl::InfiniteFuture();   // when the thread first saw the proposal
   std::map<int, std::vector<RankSnapshot>> reports_;  // machine → its hang report
 

@@ -15,6 +15,9 @@ from job import FOREVER, TRAIN_ARGS
 from scenarios import Outcome, has
 
 HANG_TIMEOUT = 5
+# How long a starved launcher stays frozen after the worker stops: past the other machine's hang
+# detection (HANG_TIMEOUT plus up to a publish period), well short of a lost machine (30 s).
+FREEZE = HANG_TIMEOUT + 0.8
 
 
 def train_args(batch_size: int) -> list:
@@ -28,12 +31,16 @@ def root_row(machine: int, rank: int) -> str:
     return rf"root cause\s+{machine}\s+\S+\s+{rank}\s"
 
 
-def stopped_worker(machine: int, batch_size: int):
+def stopped_worker(machine: int, batch_size: int, starve_launcher: bool = False):
+    """With `starve_launcher`, the machine's launcher gets no CPU (SIGSTOP) from just before the
+    worker is stopped until FREEZE seconds after, past the moment the other machine finds the job
+    hung: the other machine's copy of this machine's ranks predates the stop (issue 25's wrong
+    verdict, reproduced on purpose; a busy machine's launcher is starved like this)."""
     turn = itertools.count()
 
     def scenario(ctx):
         rank = 2 * machine + next(turn) % 2
-        name = f"hang-stop-b{batch_size}-m{machine}"
+        name = f"hang-stop-b{batch_size}-m{machine}" + ("-starved" if starve_launcher else "")
         job = ctx.job(name)
         program = [ctx.tools.train] + train_args(batch_size) + ["--steps", str(FOREVER)]
         job.start(["--rdzv_token_file", job.token_file("token", "s3cret"), "--hang_timeout",
@@ -42,8 +49,14 @@ def stopped_worker(machine: int, batch_size: int):
             job.finish(5)
             return Outcome(0, False, False, False, "training never started: " + job.log(0)[-300:])
         workers = job.cluster.workers(os.path.basename(ctx.tools.train))
+        launcher = job.procs[machine].pid
+        if starve_launcher:
+            os.kill(launcher, signal.SIGSTOP)
         start = time.monotonic()
         os.kill(workers[rank], signal.SIGSTOP)
+        if starve_launcher:
+            time.sleep(FREEZE)
+            os.kill(launcher, signal.SIGCONT)
         bound = HANG_TIMEOUT + 5
         ended = job.finish(bound + 20)
         seconds = time.monotonic() - start
@@ -65,4 +78,6 @@ HANG_SCENARIOS = {
     "hang-stop-fast-m0": stopped_worker(0, 2),
     # The fault suite's model (--batch-size 8), a worker of machine 1 stopped.
     "hang-stop-model-m1": stopped_worker(1, 8),
+    # Fast steps, a worker of machine 1 stopped while machine 1's launcher is starved of CPU.
+    "hang-stop-starved-m1": stopped_worker(1, 2, starve_launcher=True),
 }

@@ -4,6 +4,7 @@
 // when it finds the job hung.
 #include "launcher/agent/progress_exchange.h"
 
+#include <atomic>
 #include <memory>
 #include <random>
 #include <string>
@@ -78,19 +79,20 @@ RankSnapshot Waiting(int rank, int machine, absl::Duration idle, bool stopped) {
   return r;
 }
 
-// One machine: its exchange and what it publishes (idle times advance with the clock, so the
-// activity counter stands still, as in a hung job).
+// One machine: its exchange and what its supervisor publishes every monitor interval (idle times
+// advance with the clock, so the activity counter stands still, as in a hung job).
 struct Machine {
   int machine = 0;
   std::unique_ptr<ProgressExchange> exchange;
   std::vector<absl::Duration> idle_at_start;  // per local rank, at `start`
-  int stopped_rank = -1;                      // seen stopped from now on (-1: none)
+  std::atomic<int> stopped_rank{-1};          // seen stopped from now on (-1: none)
 
   std::vector<RankSnapshot> Ranks(absl::Time start, absl::Time now) const {
     std::vector<RankSnapshot> out;
     for (int i = 0; i < 2; ++i) {
       const int rank = 2 * machine + i;
-      out.push_back(Waiting(rank, machine, idle_at_start[i] + (now - start), rank == stopped_rank));
+      out.push_back(Waiting(rank, machine, idle_at_start[static_cast<std::size_t>(i)] + (now - start),
+                            rank == stopped_rank.load()));
     }
     return out;
   }
@@ -150,6 +152,14 @@ TEST(ProgressExchangeTest, EveryMachineSettlesOnTheObservedStopWhoeverProposesFi
           std::make_unique<SlowStore>(base, delay), Options(m, count));
       machine.Publish(start);  // before the stop was seen: every copy of it says "waiting"
     }
+    // The supervisors: every machine publishes its ranks every 10 ms.
+    std::atomic<bool> done{false};
+    std::thread supervisors([&] {
+      while (!done.load()) {
+        for (Machine& machine : machines) machine.Publish(start);
+        absl::SleepFor(absl::Milliseconds(10));
+      }
+    });
     // Let every machine read the others' first publication (or not, for some cases).
     absl::SleepFor(absl::Milliseconds(gen() % 150));
     machines[static_cast<std::size_t>(slow)].stopped_rank = stopped;
@@ -165,7 +175,7 @@ TEST(ProgressExchangeTest, EveryMachineSettlesOnTheObservedStopWhoeverProposesFi
     std::string plan;
     for (int m : order) {
       absl::SleepFor(absl::Milliseconds(gen() % 40));
-      for (Machine& machine : machines) machine.Publish(start);
+      machines[static_cast<std::size_t>(m)].Publish(start);  // HangWatch: publish, then propose
       machines[static_cast<std::size_t>(m)].Propose(start);
       plan += std::to_string(m) + " ";
     }
@@ -178,6 +188,8 @@ TEST(ProgressExchangeTest, EveryMachineSettlesOnTheObservedStopWhoeverProposesFi
     }
     std::vector<std::string> verdicts;
     for (const Machine& m : machines) verdicts.push_back(AwaitVerdict(*m.exchange));
+    done = true;
+    supervisors.join();
     for (const std::string& v : verdicts) EXPECT_EQ(v, verdicts[0]);
     std::optional<HangVerdict> first = DecodeVerdict(verdicts[0]);
     ASSERT_TRUE(first.has_value()) << verdicts[0];
