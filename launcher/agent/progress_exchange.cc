@@ -104,16 +104,17 @@ void ProgressExchange::Run() {
   absl::Time next_period = absl::Now();
   for (;;) {
     bool collecting = false;
+    bool settled = false;
     {
       absl::MutexLock lock(&mu_);
       auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || proposal_new_; };
-      const bool busy =
-          (proposal_.has_value() && !settled_.has_value()) || (round_seen_ && !reported_);
+      const bool busy = (round_seen_ || proposal_.has_value()) && !settled_.has_value();
       const absl::Duration wait = next_period - absl::Now();
       mu_.AwaitWithTimeout(absl::Condition(&wake), busy ? std::min(wait, kCollectPoll) : wait);
       if (stop_) return;
       proposal_new_ = false;
       collecting = proposal_.has_value() && !settled_.has_value();
+      settled = settled_.has_value();
     }
     if (absl::Now() >= next_period) {
       Exchange();
@@ -123,8 +124,13 @@ void ProgressExchange::Run() {
       proposed_at_ = absl::Now();
       round_seen_ = true;
     }
-    if (round_seen_ && !Stopping()) Report();
-    if (collecting && !Stopping()) SettleVerdict();
+    if (!round_seen_ || settled || Stopping()) continue;
+    Report();
+    if (collecting) {
+      SettleVerdict();
+    } else if (reported_ && !Stopping()) {
+      ReadVerdict();
+    }
   }
 }
 
@@ -144,8 +150,9 @@ void ProgressExchange::Exchange() {
     suspect =
         std::max(now - activity_changed_, now - advanced_changed_) >= options_.hang_timeout / 2;
   }
-  if (!suspect || Stopping()) return;
-  ReadOthers();
+  if (suspect) ReadOthers();
+  // Read every period, suspect or not: a machine whose launcher was starved may see the activity
+  // counter move on and the job as active, but must still report (one small call per period).
   if (round_seen_ || Stopping()) return;
   absl::StatusOr<std::string> reports = store_->Get(kReportsKey, absl::ZeroDuration());
   std::int64_t count = 0;
@@ -222,6 +229,15 @@ void ProgressExchange::Report() {
   reported_ = true;
   reports_[options_.machine_rank] = std::move(own);
   (void)store_->Add(kReportsKey, 1);  // a failure: the others find the hang themselves
+}
+
+void ProgressExchange::ReadVerdict() {
+  absl::StatusOr<std::string> value = store_->Get(kVerdictKey, absl::ZeroDuration());
+  if (!value.ok()) return;
+  std::optional<HangVerdict> verdict = DecodeVerdict(*value);
+  if (!verdict.has_value()) return;
+  absl::MutexLock lock(&mu_);
+  settled_ = std::move(verdict);
 }
 
 void ProgressExchange::SettleVerdict() {

@@ -13,15 +13,16 @@
 // every machine's report is in (or options.report_wait ran out, for a machine that does not
 // answer), then decides with DecideJobVerdict over the reports (the last progress read stands in
 // for a missing one) and stores the result if none is stored yet; every machine adopts the stored
-// verdict. A machine learns of the hang from the report counter within a period, so the decision
-// rests on each machine's own fresh observation of its ranks (a stopped process is seen where it
-// runs) and not on another machine's stale copy. The proposal itself gives only the job's idle
-// time and whether it was a busy stall.
+// verdict, also one that never proposed (Settled, which HangWatch acts on). A machine learns of
+// the hang from the report counter, read every period, and reports a sample of its ranks taken
+// after that, so the decision rests on each machine's own fresh observation (a stopped process is
+// seen where it runs), not on another machine's copy from before a stall of its launcher. The
+// proposal itself gives only the job's idle time and whether it was a busy stall.
 // One thread makes every store call, each period (defaults::kProgressPublishInterval), and every
-// kCollectPoll (50 ms) while a proposal waits for reports (two calls: the report counter and the
-// verdict, plus one per new report); the other machines' ranks and the report counter are read
-// only once the job has been idle or stalled for half the hang timeout, so a healthy job costs
-// each machine three small calls per period.
+// kCollectPoll (50 ms) during a hang round until the verdict is known (a proposal: the report
+// counter and the verdict, plus one per new report; another machine: the verdict); the other
+// machines' ranks are read only once the job has been idle or stalled for half the hang timeout,
+// so a healthy job costs each machine four small calls per period.
 // The supervisor's calls never block. A failing store reads as "the job is active".
 #ifndef ACCEL_LAUNCHER_AGENT_PROGRESS_EXCHANGE_H_
 #define ACCEL_LAUNCHER_AGENT_PROGRESS_EXCHANGE_H_
@@ -88,6 +89,8 @@ class ProgressExchange final : public JobProgress {
   // Reads the reports not read yet; decides and stores the job's verdict once all are in or the
   // report wait ran out.
   void SettleVerdict();
+  // Reads the job's verdict, once stored (a machine that reported without proposing).
+  void ReadVerdict();
 
   const std::unique_ptr<rendezvous::Store> store_;
   const ExchangeOptions options_;

@@ -110,7 +110,8 @@ class JobProgress {
   // other machines' ranks). The job's verdict is then decided from every machine's own view of
   // its ranks (DecideJobVerdict), not from this proposal's rank.
   virtual void Propose(const HangVerdict& verdict) = 0;
-  // Returns the job's verdict once it is known (the same on every machine).
+  // Returns the job's verdict once it is known (the same on every machine), also on a machine
+  // that proposed none: HangWatch acts on it as soon as it appears.
   virtual std::optional<HangVerdict> Settled() const = 0;
 };
 

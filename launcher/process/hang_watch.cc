@@ -21,6 +21,14 @@ HangWatch::Action HangWatch::Check(absl::Time now,
   }
   switch (phase_) {
     case Phase::kWatching:
+      // The job's verdict, settled by the other machines while this one saw no hang (its
+      // launcher was starved of CPU, or its ranks looked active), is acted on here too.
+      if (std::optional<HangVerdict> settled = job_ != nullptr ? job_->Settled() : std::nullopt;
+          settled.has_value()) {
+        verdict_ = *std::move(settled);
+        agreed_ = true;
+        return Act(now);
+      }
       break;
     case Phase::kSettling:
       if (std::optional<HangVerdict> settled = job_->Settled(); settled.has_value()) {

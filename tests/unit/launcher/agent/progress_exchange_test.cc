@@ -91,7 +91,8 @@ struct Machine {
     std::vector<RankSnapshot> out;
     for (int i = 0; i < 2; ++i) {
       const int rank = 2 * machine + i;
-      out.push_back(Waiting(rank, machine, idle_at_start[static_cast<std::size_t>(i)] + (now - start),
+      out.push_back(Waiting(rank, machine,
+                            idle_at_start[static_cast<std::size_t>(i)] + (now - start),
                             rank == stopped_rank.load()));
     }
     return out;
@@ -164,14 +165,16 @@ TEST(ProgressExchangeTest, EveryMachineSettlesOnTheObservedStopWhoeverProposesFi
     absl::SleepFor(absl::Milliseconds(gen() % 150));
     machines[static_cast<std::size_t>(slow)].stopped_rank = stopped;
     machines[static_cast<std::size_t>(slow)].Publish(start);
-    // Proposals: a random order; the stopped rank's machine proposes last or only once the
-    // verdict was stored (its report then follows the report counter).
+    // Proposals: one or more of the other machines in a random order, then perhaps the stopped
+    // rank's machine; a machine that proposes nothing (its launcher starved, or its ranks looked
+    // active) learns of the hang from the report counter, reports and adopts the stored verdict.
     std::vector<int> order;
     for (int m = 0; m < count; ++m) {
       if (m != slow) order.push_back(m);
     }
     std::shuffle(order.begin(), order.end(), gen);
-    if (gen() % 2 == 0) order.push_back(slow);
+    order.resize(1 + gen() % order.size());
+    const bool slow_proposes = gen() % 2 == 0;
     std::string plan;
     for (int m : order) {
       absl::SleepFor(absl::Milliseconds(gen() % 40));
@@ -179,13 +182,14 @@ TEST(ProgressExchangeTest, EveryMachineSettlesOnTheObservedStopWhoeverProposesFi
       machines[static_cast<std::size_t>(m)].Propose(start);
       plan += std::to_string(m) + " ";
     }
+    if (slow_proposes) {
+      absl::SleepFor(absl::Milliseconds(gen() % 40));
+      machines[static_cast<std::size_t>(slow)].Publish(start);
+      machines[static_cast<std::size_t>(slow)].Propose(start);
+      plan += std::to_string(slow);
+    }
     SCOPED_TRACE(::testing::Message() << "case " << c << ": " << count << " machines, rank "
                                       << stopped << " stopped, proposals from machines " << plan);
-    if (order.back() != slow) {
-      // HangWatch on the stopped rank's machine proposes too, later: it adopts the stored one.
-      (void)AwaitVerdict(*machines[static_cast<std::size_t>(order[0])].exchange);
-      machines[static_cast<std::size_t>(slow)].Propose(start);
-    }
     std::vector<std::string> verdicts;
     for (const Machine& m : machines) verdicts.push_back(AwaitVerdict(*m.exchange));
     done = true;
@@ -229,6 +233,41 @@ TEST(ProgressExchangeTest, AMachineThatDoesNotReportIsJudgedByItsLastCopy) {
   EXPECT_GE(absl::Now() - proposed, options.report_wait);  // it waited for machine 1's report
   EXPECT_EQ(v->rank, 3);
   EXPECT_FALSE(v->inferred);
+}
+
+// Machine 1's launcher was starved: its last publication predates the stop of rank 3. Machine 0
+// finds the job hung; machine 1 must report a sample taken after it learned of the hang (its
+// supervisor's next one, here 300 ms later), not the copy it held, and never proposes itself.
+TEST(ProgressExchangeTest, AReportIsSampledAfterTheHangWasReported) {
+  rendezvous::InMemoryStore base;
+  std::vector<Machine> machines(2);
+  const absl::Time start = absl::Now();
+  for (int m = 0; m < 2; ++m) {
+    machines[static_cast<std::size_t>(m)].machine = m;
+    machines[static_cast<std::size_t>(m)].idle_at_start = {absl::Seconds(9 - 3 * m),
+                                                           absl::Seconds(9 - 3 * m)};
+    machines[static_cast<std::size_t>(m)].exchange = std::make_unique<ProgressExchange>(
+        std::make_unique<SlowStore>(base, absl::ZeroDuration()), Options(m, 2));
+    machines[static_cast<std::size_t>(m)].Publish(start);
+  }
+  // Machine 0 has read machine 1's ranks (not stopped) once it suspects a hang.
+  const absl::Time deadline = start + absl::Seconds(10);
+  while (machines[0].exchange->OtherRanks(absl::Now()).empty() && absl::Now() < deadline) {
+    machines[0].Publish(start);
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  machines[1].stopped_rank = 3;  // seen by machine 1's next sample only
+  machines[0].Publish(start);
+  machines[0].Propose(start);  // from its copy: rank 0 went idle first, inferred
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_FALSE(machines[0].exchange->Settled().has_value());  // waits for machine 1's report
+  machines[1].Publish(start);
+  for (const Machine& m : machines) {
+    std::optional<HangVerdict> v = DecodeVerdict(AwaitVerdict(*m.exchange));
+    ASSERT_TRUE(v.has_value());
+    EXPECT_EQ(v->rank, 3);
+    EXPECT_FALSE(v->inferred);
+  }
 }
 
 }  // namespace

@@ -189,5 +189,23 @@ TEST(HangWatchTest, AStallWithoutCollectiveEvidenceIsNoHang) {
   }
 }
 
+// Machine 1 saw no hang (its launcher was starved, and the job looks active to it since), but the
+// other machines settled the job's verdict: it acts on it at its next check.
+TEST(HangWatchTest, AVerdictSettledElsewhereIsActedOnWithoutAHangSeenHere) {
+  FakeJobProgress job;
+  job.job_idle = absl::ZeroDuration();
+  HangVerdict settled;
+  settled.rank = 3;
+  settled.machine_rank = 1;
+  HangWatch watch(Options(1), &job);
+  watch.Watch(3, 100, "", t0);
+  EXPECT_EQ(watch.Check(t0 + absl::Seconds(1), NoOutput), HangWatch::Action::kNone);
+  job.settled = settled;
+  EXPECT_EQ(watch.Check(t0 + absl::Seconds(1.1), NoOutput), HangWatch::Action::kEndLocal);
+  EXPECT_EQ(watch.verdict().rank, 3);
+  EXPECT_TRUE(watch.agreed());
+  EXPECT_FALSE(job.proposed.has_value());
+}
+
 }  // namespace
 }  // namespace accel::launcher
