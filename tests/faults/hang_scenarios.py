@@ -57,7 +57,10 @@ def stopped_worker(machine: int, batch_size: int, starve_launcher: bool = False)
         if starve_launcher:
             time.sleep(FREEZE)
             os.kill(launcher, signal.SIGCONT)
-        bound = HANG_TIMEOUT + 5
+        # Starved: when the other machine found no hang before the launcher resumed, what the
+        # launcher sees on resuming (its ranks' records moved since its last sample) is activity,
+        # and the hang is found a hang timeout later.
+        bound = HANG_TIMEOUT + 5 + (HANG_TIMEOUT if starve_launcher else 0)
         ended = job.finish(bound + 20)
         seconds = time.monotonic() - start
         ended = ended and seconds <= bound
