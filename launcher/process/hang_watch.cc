@@ -21,22 +21,19 @@ HangWatch::Action HangWatch::Check(absl::Time now,
   }
   switch (phase_) {
     case Phase::kWatching:
-      // The job's verdict, settled by the other machines while this one saw no hang (its
-      // launcher was starved of CPU, or its ranks looked active), is acted on here too.
+    case Phase::kSettling:
+      // The job's verdict once settled, also one the other machines settled while this one saw
+      // no hang (its launcher was starved of CPU, or its ranks looked active).
       if (std::optional<HangVerdict> settled = job_ != nullptr ? job_->Settled() : std::nullopt;
           settled.has_value()) {
         verdict_ = *std::move(settled);
         agreed_ = true;
         return Act(now);
       }
-      break;
-    case Phase::kSettling:
-      if (std::optional<HangVerdict> settled = job_->Settled(); settled.has_value()) {
-        verdict_ = *std::move(settled);
-        agreed_ = true;
-        return Act(now);
+      if (phase_ == Phase::kSettling) {
+        return now >= deadline_ ? Act(now) : Action::kNone;  // keep this machine's verdict
       }
-      return now >= deadline_ ? Act(now) : Action::kNone;  // keep this machine's verdict
+      break;
     case Phase::kWaitingRemote:
       if (now < deadline_) return Action::kNone;
       phase_ = Phase::kDone;
