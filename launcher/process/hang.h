@@ -13,7 +13,8 @@
 //
 // JobProgress is the other machines' side (launcher/agent/progress_exchange, over the rendezvous
 // store): this machine publishes its ranks and reads how long the whole job has been idle, the
-// other machines' ranks, and the job's verdict (the first one any machine proposes).
+// other machines' ranks, and the job's verdict: decided once from every machine's own view of its
+// ranks when a machine finds the job hung, the same on every machine.
 #ifndef ACCEL_LAUNCHER_PROCESS_HANG_H_
 #define ACCEL_LAUNCHER_PROCESS_HANG_H_
 
@@ -104,9 +105,13 @@ class JobProgress {
   virtual absl::Duration JobStalledFor(absl::Time now) const = 0;
   // Returns the other machines' ranks as last read, their idle times brought forward to `now`.
   virtual std::vector<RankSnapshot> OtherRanks(absl::Time now) const = 0;
-  // Proposes `verdict` as the job's; the first proposal of any machine wins.
+  // Tells the other machines that this machine found the job hung; `verdict` is this machine's
+  // diagnosis (its job_idle_for and busy are the job's; its rank may rest on stale copies of the
+  // other machines' ranks). The job's verdict is then decided from every machine's own view of
+  // its ranks (DecideJobVerdict), not from this proposal's rank.
   virtual void Propose(const HangVerdict& verdict) = 0;
-  // Returns the job's verdict once it is known.
+  // Returns the job's verdict once it is known (the same on every machine), also on a machine
+  // that proposed none: HangWatch acts on it as soon as it appears.
   virtual std::optional<HangVerdict> Settled() const = 0;
 };
 

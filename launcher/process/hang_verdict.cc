@@ -133,6 +133,22 @@ HangVerdict DiagnoseHang(const std::vector<RankSnapshot>& input, absl::Duration 
   return verdict;
 }
 
+HangVerdict DecideJobVerdict(const std::map<int, std::vector<RankSnapshot>>& reports,
+                             const std::vector<RankSnapshot>& last_read,
+                             absl::Duration job_idle_for, bool busy) {
+  std::map<int, RankSnapshot> ranks;  // by rank: one snapshot each
+  for (const auto& [machine, reported] : reports) {
+    for (const RankSnapshot& r : reported) ranks.insert_or_assign(r.rank, r);
+  }
+  for (const RankSnapshot& r : last_read) {
+    if (reports.count(r.machine_rank) == 0) ranks.emplace(r.rank, r);
+  }
+  std::vector<RankSnapshot> all;
+  all.reserve(ranks.size());
+  for (auto& [rank, r] : ranks) all.push_back(std::move(r));
+  return DiagnoseHang(all, job_idle_for, busy);
+}
+
 std::string DescribeVerdict(const HangVerdict& v) {
   const char* since = v.inferred ? "; no rank used CPU or wrote output for "
                       : v.busy   ? "; it kept running, but no rank advanced for "

@@ -14,6 +14,7 @@
 #ifndef ACCEL_LAUNCHER_PROCESS_HANG_VERDICT_H_
 #define ACCEL_LAUNCHER_PROCESS_HANG_VERDICT_H_
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +58,16 @@ bool StalledInCollective(const std::vector<RankSnapshot>& ranks);
 // `busy`, stalled in a collective for that long while a rank kept using CPU).
 HangVerdict DiagnoseHang(const std::vector<RankSnapshot>& ranks, absl::Duration job_idle_for,
                          bool busy = false);
+
+// Returns the job's verdict from every machine's ranks: `reports` (machine rank → its ranks as that
+// machine sampled them once a machine found the job hung) and, for the machines without a report,
+// `last_read` (their ranks as last read from the store; entries of reported machines are ignored).
+// A pure function of its arguments, so every machine that decides on the same reports names the
+// same rank, and an observation made on one machine (a stopped process) beats an inference made
+// on another from stale or missing data (issue 25).
+HangVerdict DecideJobVerdict(const std::map<int, std::vector<RankSnapshot>>& reports,
+                             const std::vector<RankSnapshot>& last_read,
+                             absl::Duration job_idle_for, bool busy);
 
 // Returns the one-line description used as the root cause's detail (the other ranks' lines are
 // printed apart), e.g. "hang: rank 3 (machine 1) is stopped (process state T: SIGSTOP or a

@@ -21,13 +21,19 @@ HangWatch::Action HangWatch::Check(absl::Time now,
   }
   switch (phase_) {
     case Phase::kWatching:
-      break;
     case Phase::kSettling:
-      if (std::optional<HangVerdict> settled = job_->Settled(); settled.has_value()) {
+      // The job's verdict once settled, also one the other machines settled while this one saw
+      // no hang (its launcher was starved of CPU, or its ranks looked active).
+      if (std::optional<HangVerdict> settled = job_ != nullptr ? job_->Settled() : std::nullopt;
+          settled.has_value()) {
         verdict_ = *std::move(settled);
+        agreed_ = true;
         return Act(now);
       }
-      return now >= deadline_ ? Act(now) : Action::kNone;  // keep this machine's verdict
+      if (phase_ == Phase::kSettling) {
+        return now >= deadline_ ? Act(now) : Action::kNone;  // keep this machine's verdict
+      }
+      break;
     case Phase::kWaitingRemote:
       if (now < deadline_) return Action::kNone;
       phase_ = Phase::kDone;
@@ -54,6 +60,7 @@ HangWatch::Action HangWatch::Check(absl::Time now,
   }
   verdict_ = idle_hang ? DiagnoseHang(ranks, idle) : DiagnoseHang(ranks, stalled, /*busy=*/true);
   if (job_ == nullptr) {
+    agreed_ = true;
     return Act(now);
   }
   job_->Propose(verdict_);

@@ -2,10 +2,12 @@
 // the supervisor acts on. Each Check samples the local ranks (HangDetector), publishes them to
 // the other machines (JobProgress, null for a single machine) and, once no rank of the job was
 // active for the hang timeout (or none advanced for it while the collective counts show the
-// others waiting on one rank: hang.h), settles the job's verdict: the first one any machine
-// proposed, so every machine names the same rank. The machine that runs the root-cause rank ends
-// the attempt and reports it; the others wait up to defaults::kHangVerdictWait for that report (it
-// reaches them as an abort) before they end the attempt themselves. Not thread-safe.
+// others waiting on one rank: hang.h), settles the job's verdict: every machine proposes, and
+// JobProgress decides one verdict for the job from every machine's own view of its ranks (so an
+// observed stop on one machine beats an inference on another), the same on every machine. The
+// machine that runs the root-cause rank ends the attempt and reports it; the others wait up to
+// defaults::kHangVerdictWait for that report (it reaches them as an abort) before they end the
+// attempt themselves. Not thread-safe.
 #ifndef ACCEL_LAUNCHER_PROCESS_HANG_WATCH_H_
 #define ACCEL_LAUNCHER_PROCESS_HANG_WATCH_H_
 
@@ -55,6 +57,9 @@ class HangWatch {
 
   // The verdict behind the last action other than kNone.
   const HangVerdict& verdict() const { return verdict_; }
+  // Returns whether verdict() is the job's, the same on every machine: settled through JobProgress
+  // (or a single machine's), not this machine's own taken after the settle timeout.
+  bool agreed() const { return agreed_; }
 
  private:
   enum class Phase { kWatching, kSettling, kWaitingRemote, kDone };
@@ -67,6 +72,7 @@ class HangWatch {
   Phase phase_ = Phase::kWatching;
   absl::Time deadline_ = absl::InfiniteFuture();
   HangVerdict verdict_;
+  bool agreed_ = false;
 };
 
 }  // namespace accel::launcher

@@ -343,6 +343,8 @@ void AttemptRun::OnHangCheck(absl::Time now) {
       return;
     case HangWatch::Action::kWaitRemote:
       result_.hang_notes = hang_.verdict().others;  // kept if the root machine's abort comes
+      result_.hang_verdict = hang_.verdict();
+      result_.hang_verdict_agreed = hang_.agreed();
       return;
     case HangWatch::Action::kEndLocal:
     case HangWatch::Action::kEndRemote:
@@ -354,6 +356,8 @@ void AttemptRun::OnHangCheck(absl::Time now) {
 void AttemptRun::EndWithHang(const HangVerdict& verdict, bool local, absl::Time now) {
   result_.end = AttemptEnd::kHang;
   result_.hang_notes = verdict.others;
+  result_.hang_verdict = verdict;
+  result_.hang_verdict_agreed = hang_.agreed();
   WorkerFailure f;
   f.machine_rank = verdict.machine_rank;
   f.host = verdict.host;

@@ -11,6 +11,7 @@
 #define ACCEL_LAUNCHER_PROCESS_SUPERVISOR_H_
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,13 @@ struct AttemptResult {
   // A hang verdict: what the other ranks were doing ("rank 1 (machine 0): waiting in collective
   // 12"), also when the attempt then ended by the root-cause machine's abort.
   std::vector<std::string> hang_notes;
+  // A hang verdict: the rank and machine the job waits on, the same on every machine when
+  // `hang_verdict_agreed` (settled through the rendezvous store, or one machine); unagreed, it is
+  // this machine's own (the store did not answer). Set with kHang, and with kAborted when the
+  // root-cause machine's abort ended this attempt after the verdict. Elastic membership evicts
+  // the verdict's machine only when it is agreed.
+  std::optional<HangVerdict> hang_verdict;
+  bool hang_verdict_agreed = false;
 };
 
 class Supervisor {

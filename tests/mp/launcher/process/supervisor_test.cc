@@ -363,6 +363,10 @@ TEST_F(SupervisorTest, HangNamesTheStoppedRankAndStopsItWithoutWaitingForTheGrac
   EXPECT_EQ(result.failures[0].rank, 1);
   EXPECT_THAT(result.failures[0].detail, HasSubstr("is stopped (process state T"));
   EXPECT_EQ(result.failures[0].exit.signal, SIGTERM);
+  ASSERT_TRUE(result.hang_verdict.has_value());  // what elastic membership acts on
+  EXPECT_EQ(result.hang_verdict->rank, 1);
+  EXPECT_EQ(result.hang_verdict->machine_rank, 0);
+  EXPECT_TRUE(result.hang_verdict_agreed);
   EXPECT_LT(elapsed_, absl::Seconds(3.5));  // 1.06 s measured
 }
 

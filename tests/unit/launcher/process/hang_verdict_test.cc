@@ -1,6 +1,9 @@
 // Unit tests of the hang diagnosis: which rank is named, and the encodings agents exchange.
 #include "launcher/process/hang_verdict.h"
 
+#include <algorithm>
+#include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -141,6 +144,70 @@ TEST(HangVerdictTest, StalledInCollectiveNeedsAWaiterAndARankBehind) {
   // A rank without collective counts (a program that reports none).
   EXPECT_FALSE(StalledInCollective({Rank(0, 0, s, Counts(1, 5, 4)), Rank(1, 0, s, std::nullopt)}));
   EXPECT_FALSE(StalledInCollective({}));
+}
+
+// Issue 25: machine 0 copied machine 1's ranks before rank 2 was seen stopped, and its ranks had
+// been idle longer, so from its copy alone rank 1 "went idle first". Generated jobs of 2-4
+// machines x 2 ranks, every rank in the same collective, one rank stopped: whichever machines
+// reported (always the stopped rank's: every machine reports within a period) and whatever
+// copies were read before, the verdict names the stopped rank, ignores the copies of a machine
+// that reported, and does not depend on the order of the copies.
+TEST(HangVerdictTest, TheJobVerdictNamesAnObservedStopOverAnyInference) {
+  std::mt19937 gen(25);
+  for (int c = 0; c < 500; ++c) {
+    const int machines = 2 + static_cast<int>(gen() % 3);
+    const int world = 2 * machines;
+    const int stopped = static_cast<int>(gen() % static_cast<unsigned>(world));
+    auto idle = [&gen] { return absl::Milliseconds(4000 + static_cast<int>(gen() % 3000)); };
+    std::map<int, std::vector<RankSnapshot>> reports;
+    std::vector<RankSnapshot> last_read;  // the copies read before the hang was reported
+    std::vector<bool> reported(machines);
+    for (int m = 0; m < machines; ++m) {
+      reported[m] = m == stopped / 2 || gen() % 2 == 0;
+      for (int rank = 2 * m; rank < 2 * m + 2; ++rank) {
+        RankSnapshot fresh = Rank(rank, m, idle(), Counts(30, 61, 60));
+        fresh.stopped = rank == stopped;
+        // What another machine may have copied earlier: the stop not seen yet, or a stop that
+        // is over; idle times that make another rank look idle first.
+        RankSnapshot stale = Rank(rank, m, idle() + absl::Seconds(2), Counts(30, 61, 60));
+        stale.stopped = rank != stopped && gen() % 4 == 0;
+        if (reported[m]) reports[m].push_back(fresh);
+        if (gen() % 3 != 0) last_read.push_back(reported[m] ? stale : fresh);
+      }
+    }
+    SCOPED_TRACE(::testing::Message() << "case " << c << ": " << machines << " machines, rank "
+                                      << stopped << " stopped");
+    const HangVerdict v = DecideJobVerdict(reports, last_read, absl::Seconds(5), false);
+    EXPECT_EQ(v.rank, stopped);
+    EXPECT_EQ(v.machine_rank, stopped / 2);
+    EXPECT_FALSE(v.inferred);
+    EXPECT_THAT(DescribeVerdict(v), HasSubstr("is stopped (process state T"));
+    std::shuffle(last_read.begin(), last_read.end(), gen);
+    EXPECT_EQ(EncodeVerdict(DecideJobVerdict(reports, last_read, absl::Seconds(5), false)),
+              EncodeVerdict(v));
+  }
+}
+
+TEST(HangVerdictTest, AMachineWithoutAReportIsJudgedByItsLastReadRanks) {
+  // Machine 1 never reported (its launcher starved): its last-read ranks stand in for it, and a
+  // stop seen there is named; without one, the rank idle longest of all is inferred.
+  std::map<int, std::vector<RankSnapshot>> reports = {
+      {0,
+       {Rank(0, 0, absl::Seconds(6), Counts(4, 9, 8)),
+        Rank(1, 0, absl::Seconds(7), Counts(4, 9, 8))}}};
+  std::vector<RankSnapshot> last_read = {Rank(0, 0, absl::Seconds(1), Counts(4, 9, 8)),
+                                         Rank(2, 1, absl::Seconds(5), Counts(4, 9, 8)),
+                                         Rank(3, 1, absl::Seconds(5), Counts(4, 9, 8))};
+  last_read[0].stopped = true;  // machine 0 reported: its stale copy does not count
+  last_read[2].stopped = true;
+  HangVerdict v = DecideJobVerdict(reports, last_read, absl::Seconds(5), false);
+  EXPECT_EQ(v.rank, 3);
+  EXPECT_FALSE(v.inferred);
+  EXPECT_EQ(v.others.size(), 3u);
+  last_read[2].stopped = false;
+  v = DecideJobVerdict(reports, last_read, absl::Seconds(5), false);
+  EXPECT_EQ(v.rank, 1);
+  EXPECT_TRUE(v.inferred);
 }
 
 }  // namespace

@@ -68,6 +68,7 @@ TEST(HangWatchTest, OneMachineEndsTheAttemptAfterTheTimeout) {
   EXPECT_EQ(watch.Check(t0 + absl::Seconds(5), NoOutput), HangWatch::Action::kEndLocal);
   EXPECT_EQ(watch.verdict().rank, 0);
   EXPECT_TRUE(watch.verdict().inferred);
+  EXPECT_TRUE(watch.agreed());  // one machine: its verdict is the job's
 }
 
 TEST(HangWatchTest, ARankActiveOnAnotherMachineKeepsTheJobAlive) {
@@ -95,6 +96,7 @@ TEST(HangWatchTest, TheSettledVerdictNamesARemoteRankAndThisMachineWaitsForItsRe
   EXPECT_EQ(job.proposed->rank, 3);
   job.settled = job.proposed;
   EXPECT_EQ(watch.Check(t0 + absl::Seconds(6.1), NoOutput), HangWatch::Action::kWaitRemote);
+  EXPECT_TRUE(watch.agreed());
   EXPECT_THAT(watch.verdict().others[0], HasSubstr("rank 0 (machine 0): idle for"));
   EXPECT_EQ(watch.Check(t0 + absl::Seconds(8), NoOutput), HangWatch::Action::kNone);
   EXPECT_EQ(watch.Check(t0 + absl::Seconds(9.2), NoOutput), HangWatch::Action::kEndRemote);
@@ -126,6 +128,7 @@ TEST(HangWatchTest, AnUnsettledProposalFallsBackToThisMachinesVerdict) {
   EXPECT_EQ(watch.Check(t0 + absl::Seconds(6.5), NoOutput), HangWatch::Action::kNone);
   EXPECT_EQ(watch.Check(t0 + absl::Seconds(7), NoOutput), HangWatch::Action::kEndLocal);
   EXPECT_EQ(watch.verdict().rank, 2);
+  EXPECT_FALSE(watch.agreed());  // this machine's own: elastic membership does not act on it
 }
 
 // A rank with collective counts, for the stall rule.
@@ -184,6 +187,24 @@ TEST(HangWatchTest, AStallWithoutCollectiveEvidenceIsNoHang) {
     EXPECT_EQ(watch.Check(t0 + absl::Seconds(60), NoOutput), HangWatch::Action::kNone);
     EXPECT_FALSE(job.proposed.has_value());
   }
+}
+
+// Machine 1 saw no hang (its launcher was starved, and the job looks active to it since), but the
+// other machines settled the job's verdict: it acts on it at its next check.
+TEST(HangWatchTest, AVerdictSettledElsewhereIsActedOnWithoutAHangSeenHere) {
+  FakeJobProgress job;
+  job.job_idle = absl::ZeroDuration();
+  HangVerdict settled;
+  settled.rank = 3;
+  settled.machine_rank = 1;
+  HangWatch watch(Options(1), &job);
+  watch.Watch(3, 100, "", t0);
+  EXPECT_EQ(watch.Check(t0 + absl::Seconds(1), NoOutput), HangWatch::Action::kNone);
+  job.settled = settled;
+  EXPECT_EQ(watch.Check(t0 + absl::Seconds(1.1), NoOutput), HangWatch::Action::kEndLocal);
+  EXPECT_EQ(watch.verdict().rank, 3);
+  EXPECT_TRUE(watch.agreed());
+  EXPECT_FALSE(job.proposed.has_value());
 }
 
 }  // namespace
