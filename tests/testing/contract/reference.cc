@@ -29,6 +29,7 @@ Reference::Reference(const Sequence& seq, int world, FuzzNet net)
     if (p.requires_grad() && seen.insert(p.unsafeGetTensorImpl()).second) trainable_.push_back(p);
   }
   for (int i = 0; i < seq.optimizers; ++i) opts_.push_back(MakeOptimizer(seq, net_, i));
+  opt_found_.resize(opts_.size());
   local_.assign(static_cast<std::size_t>(world), std::vector<at::Tensor>(trainable_.size()));
   used_.assign(trainable_.size(), false);
   if (seq.scaling) scale_ = seq.init_scale;
@@ -53,7 +54,7 @@ void Reference::FinishIteration() {
   }
   pending_ = false;
   iteration_found_ = false;
-  unscaled_.clear();
+  ForgetUnscales();
 }
 
 double Reference::scale() {
@@ -81,7 +82,7 @@ void Reference::ZeroByHand() {
 
 void Reference::Backward(bool sync, int micro, int k, int inf_rank) {
   FinishIteration();
-  unscaled_.clear();  // an unscale_ without a step is forgotten by the next backward
+  ForgetUnscales();  // an unscale_ without a step is forgotten by the next backward
   at::NoGradGuard no_grad;
   if (!window_open_) {
     // What each gradient holds when the window starts is averaged with the window's sums: each
@@ -130,20 +131,34 @@ void Reference::Backward(bool sync, int micro, int k, int inf_rank) {
   unsynced_ = false;
 }
 
-void Reference::Unscale(const std::vector<at::Tensor>& params) {
+void Reference::ForgetUnscales() {
+  unscaled_.clear();
+  opt_found_.assign(opts_.size(), std::nullopt);
+}
+
+bool Reference::Unscale(const std::vector<at::Tensor>& params) {
   const float inv = static_cast<float>(1.0 / static_cast<double>(static_cast<float>(scale_)));
   at::NoGradGuard no_grad;
+  bool found = false;
   for (const auto& p : params) {
     if (!p.grad().defined() || !unscaled_.insert(p.unsafeGetTensorImpl()).second) continue;
+    if (!at::isfinite(p.grad()).all().item<bool>()) found = true;
     p.grad().mul_(inv);
   }
+  return found;
+}
+
+bool Reference::UnscaleOptimizer(int which) {
+  auto& found = opt_found_[static_cast<std::size_t>(which)];
+  if (!found) found = Unscale(opts_[static_cast<std::size_t>(which)]->param_groups()[0].params());
+  return *found;
 }
 
 double Reference::Clip(bool sync_for_step, double max_norm) {
   if (!sync_for_step || unsynced_) return 0.0;
   if (seq_.scaling) {
-    for (auto& opt : opts_) Unscale(opt->param_groups()[0].params());
-    Unscale(trainable_);
+    for (int i = 0; i < static_cast<int>(opts_.size()); ++i) UnscaleOptimizer(i);
+    Unscale(trainable_);  // libaccel: the norm is of true gradients (accelerate leaves these)
   }
   std::vector<at::Tensor> all;
   std::unordered_set<const c10::TensorImpl*> seen;
@@ -158,12 +173,9 @@ bool Reference::Step(bool sync_for_step, int which) {
   auto& opt = *opts_[static_cast<std::size_t>(which)];
   bool stepped = true;
   if (seq_.scaling) {
-    const auto& params = opt.param_groups()[0].params();
-    Unscale(params);
-    bool found = false;
-    for (const auto& p : params) {
-      if (p.grad().defined() && !at::isfinite(p.grad()).all().item<bool>()) found = true;
-    }
+    // GradScaler.step: found_inf as recorded when this optimizer's gradients were unscaled
+    // (by clip_grad_norm before, or now), not what clipping left in them.
+    const bool found = UnscaleOptimizer(which);
     if (found) {
       stepped = false;
     } else {
@@ -210,7 +222,7 @@ void Reference::Load() {
   micro_step_ = saved_.micro_step;
   pending_ = false;
   iteration_found_ = false;
-  unscaled_.clear();
+  ForgetUnscales();
   for (auto& p : trainable_) p.mutable_grad().reset();
   for (auto& rank : local_) {
     for (auto& g : rank) g = at::Tensor();

@@ -11,7 +11,8 @@
 //   loss / (N x world)): PyTorch's value, in the rounding order that keeps float32 noise far
 //   below the 1e-6 compared (DDP itself sums (prev + local) / world).
 // - torch.cuda.amp.GradScaler: the loss times the scale; per optimizer, its gradients unscaled
-//   once per iteration (unscale_, or step), its own found_inf decides whether it steps; update()
+//   once per iteration (unscale_, or step), its own found_inf, recorded at that unscale (before
+//   clip_grad_norm_ rewrites the gradients), decides whether it steps; update()
 //   once per iteration (here: when the next backward starts, before save_state and when read).
 // - HF accelerate: gradient_accumulation_steps micro-steps (every N-th syncs), the loss divided
 //   by N, step() and clip_grad_norm() do nothing on a micro-step that does not sync, nor after
@@ -25,6 +26,7 @@
 #include <torch/optim/sgd.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -59,7 +61,13 @@ class Reference {
 
  private:
   void FinishIteration();
-  void Unscale(const std::vector<at::Tensor>& params);
+  // Unscales the gradients of `params` not unscaled yet this iteration; returns whether any of
+  // them was not finite (GradScaler's found_inf of that unscale).
+  bool Unscale(const std::vector<at::Tensor>& params);
+  // GradScaler.unscale_(optimizer `which`) once per iteration: its found_inf is recorded then
+  // (before clip_grad_norm_ touches the gradients) and decides its step.
+  bool UnscaleOptimizer(int which);
+  void ForgetUnscales();
 
   Sequence seq_;
   int world_;
@@ -76,6 +84,7 @@ class Reference {
   bool pending_ = false;
   bool iteration_found_ = false;
   std::unordered_set<const c10::TensorImpl*> unscaled_;
+  std::vector<std::optional<bool>> opt_found_;  // [optimizer]: found_inf of its unscale_
   // save_state's snapshot.
   struct Snapshot {
     std::vector<at::Tensor> params;

@@ -76,6 +76,7 @@ TEST(GradSyncContractTest, TiedParameterListedTwiceIsRefused) {
 TEST(GradSyncContractTest, SparseGradientIsDensifiedIntoTheBucket) {
   at::Tensor table = at::randn({10, 4}).requires_grad_();
   FakeCommunicator comm;
+  comm.scale_ = 2.0f;  // a peer with the same gradients: a reduced gradient is 2 g
   GradSync sync({table}, comm, SmallBuckets(false));
   const at::Tensor idx = at::tensor(std::vector<int64_t>{1, 3, 3});
   for (int pass = 0; pass < 2; ++pass) {
@@ -83,12 +84,16 @@ TEST(GradSyncContractTest, SparseGradientIsDensifiedIntoTheBucket) {
     sync.BeginBackward(true, loss);
     ASSERT_NO_THROW(loss.backward());
     sync.EndBackward();
+    ASSERT_TRUE(table.grad().defined());
+    EXPECT_FALSE(table.grad().is_sparse()) << "pass " << pass;
   }
+  // Per pass and rank, row 1 is used once and row 3 twice: the first pass leaves 2 g; the second
+  // adds its own reduced 2 g to that once (not re-summed: DDP's average of prev + local).
   at::Tensor want = at::zeros({10, 4});
-  want[1].fill_(2.0);
-  want[3].fill_(4.0);
-  // Two passes, each reduced once by the fake (x1): row 1 used once, row 3 twice per pass.
-  EXPECT_TRUE(at::allclose(table.grad().to_dense(), want)) << table.grad();
+  want[1].fill_(4.0);
+  want[3].fill_(8.0);
+  EXPECT_TRUE(at::allclose(table.grad(), want)) << table.grad();
+  EXPECT_EQ(comm.sizes().size(), 2u);  // one all-reduce per pass: the gradient is in the bucket
 }
 
 // Activation checkpointing's re-entrant recomputation: a function whose backward runs a nested
