@@ -231,6 +231,9 @@ void Accelerator::load_state(const std::string& dir) {
     for (std::size_t i = 0; i < s.optimizers.size(); ++i) {
       torch::serialize::InputArchive archive;
       archive.load_from((from / ("optimizer_" + std::to_string(i) + ".pt")).string(), s.device);
+      // The checkpoint's state only, as a restarted process has it (LibTorch's load overwrites
+      // the entries it has and keeps the rest, e.g. momentum buffers created after the save).
+      s.optimizers[i]->state().clear();
       s.optimizers[i]->load(archive);
     }
     s.steps = read("steps").item<std::int64_t>();

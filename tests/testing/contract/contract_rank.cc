@@ -3,6 +3,8 @@
 //
 //   contract_rank fuzz OUT_DIR FIRST_SEED COUNT   sequences Generate(FIRST_SEED ...)
 //   contract_rank probe OUT_DIR NAME              Probe(NAME): zerograd | frozen | guardstep
+//   contract_rank export FILE FIRST_SEED COUNT WORLD   the reference's answers as JSON lines
+//                                                 (no Accelerator; for ddp_check.py)
 //
 // Each sequence runs with a fresh Accelerator and, in this process, through the Reference (every
 // rank simulated in plain LibTorch). After every micro-step every parameter, and every gradient
@@ -17,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -27,6 +30,7 @@
 #include <vector>
 
 #include "accel/accelerator.h"
+#include "tests/testing/contract/export.h"
 #include "tests/testing/contract/reference.h"
 #include "tests/testing/contract/sequence.h"
 
@@ -92,7 +96,8 @@ class Runner {
     torch::manual_seed(seq_.seed);
     FuzzNet net(seq_.tied);
     torch::manual_seed(seq_.seed);
-    Reference ref(seq_, world, FuzzNet(seq_.tied));
+    const char* per_machine = std::getenv("LOCAL_WORLD_SIZE");  // the spawner's machines
+    Reference ref(seq_, world, FuzzNet(seq_.tied), per_machine ? std::atoi(per_machine) : 0);
     net = acc.prepare(net);
     std::vector<std::unique_ptr<torch::optim::SGD>> opts;
     for (int i = 0; i < seq_.optimizers; ++i) {
@@ -223,6 +228,15 @@ int Main(int argc, char** argv) {
     return 2;
   }
   const std::string mode = argv[1], dir = argv[2];
+  if (mode == "export" && argc >= 6) {
+    std::ofstream file(dir);
+    const std::uint64_t first = std::strtoull(argv[3], nullptr, 10);
+    const std::uint64_t count = std::strtoull(argv[4], nullptr, 10);
+    for (std::uint64_t s = first; s < first + count; ++s) {
+      file << ExportSequence(Generate(s), std::atoi(argv[5])) << "\n";
+    }
+    return file.good() ? 0 : 1;
+  }
   std::vector<Sequence> seqs;
   if (mode == "fuzz" && argc >= 5) {
     const std::uint64_t first = std::strtoull(argv[3], nullptr, 10);

@@ -22,8 +22,11 @@ std::unique_ptr<torch::optim::SGD> MakeOptimizer(const Sequence& seq, FuzzNet& n
   return std::make_unique<torch::optim::SGD>(OptimizerParams(seq, net, which), options);
 }
 
-Reference::Reference(const Sequence& seq, int world, FuzzNet net)
-    : seq_(seq), world_(world), net_(std::move(net)) {
+Reference::Reference(const Sequence& seq, int world, FuzzNet net, int per_machine)
+    : seq_(seq),
+      world_(world),
+      per_machine_(per_machine > 0 && per_machine < world ? per_machine : world),
+      net_(std::move(net)) {
   std::unordered_set<const c10::TensorImpl*> seen;
   for (const auto& p : net_->parameters()) {
     if (p.requires_grad() && seen.insert(p.unsafeGetTensorImpl()).second) trainable_.push_back(p);
@@ -119,8 +122,12 @@ void Reference::Backward(bool sync, int micro, int k, int inf_rank) {
   for (std::size_t i = 0; i < trainable_.size(); ++i) {
     if (used_[i]) {
       at::Tensor sum;
-      for (int r = 0; r < world_; ++r) {  // rank order, as the reductions sum
-        if (local_[r][i].defined()) sum = sum.defined() ? sum + local_[r][i] : local_[r][i];
+      for (int m = 0; m < world_; m += per_machine_) {  // machines in order
+        at::Tensor part;
+        for (int r = m; r < m + per_machine_ && r < world_; ++r) {  // rank order within
+          if (local_[r][i].defined()) part = part.defined() ? part + local_[r][i] : local_[r][i];
+        }
+        if (part.defined()) sum = sum.defined() ? sum + part : part;
       }
       trainable_[i].mutable_grad() = sum.defined() ? sum : at::zeros_like(trainable_[i]);
     }
@@ -215,6 +222,7 @@ void Reference::Load() {
     torch::serialize::InputArchive archive;
     std::istringstream in(saved_.opts[i]);
     archive.load_from(in);
+    opts_[i]->state().clear();  // a restarted process has the checkpoint's state only
     opts_[i]->load(archive);
   }
   scale_ = saved_.scale;

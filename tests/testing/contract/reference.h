@@ -7,9 +7,11 @@
 //   zeros); a parameter no rank used and that had no .grad keeps none. Between synchronising
 //   backwards the gradients are rank-local (not compared). opt.zero_grad() by hand (LibTorch
 //   1.13: detach_ + zero_) clears what the window accumulated for its parameters. The average
-//   is computed as sum over ranks (rank order) of (prev / world + the window's gradients of
-//   loss / (N x world)): PyTorch's value, in the rounding order that keeps float32 noise far
-//   below the 1e-6 compared (DDP itself sums (prev + local) / world).
+//   is computed as sum over ranks of (prev / world + the window's gradients of loss /
+//   (N x world)): PyTorch's value, summed in the order libaccel's reduction sums (rank order
+//   within a machine, then machine order), so that float32 rounding stays far below the 1e-6
+//   compared even where the ranks' terms cancel (DDP itself sums (prev + local) / world, in
+//   its backend's order: PyTorch's answer is only defined up to that rounding).
 // - torch.cuda.amp.GradScaler: the loss times the scale; per optimizer, its gradients unscaled
 //   once per iteration (unscale_, or step), its own found_inf, recorded at that unscale (before
 //   clip_grad_norm_ rewrites the gradients), decides whether it steps; update()
@@ -40,7 +42,8 @@ std::unique_ptr<torch::optim::SGD> MakeOptimizer(const Sequence& seq, FuzzNet& n
 
 class Reference {
  public:
-  Reference(const Sequence& seq, int world, FuzzNet net);
+  // `per_machine`: ranks per machine (consecutive; 0: all on one), for the order of the sum.
+  Reference(const Sequence& seq, int world, FuzzNet net, int per_machine = 0);
 
   // accelerate's GradientState: starts a micro-step, returns whether it syncs.
   bool Accumulate();
@@ -71,6 +74,7 @@ class Reference {
 
   Sequence seq_;
   int world_;
+  int per_machine_;
   FuzzNet net_;
   std::vector<at::Tensor> trainable_;  // deduplicated
   std::vector<std::unique_ptr<torch::optim::SGD>> opts_;

@@ -62,15 +62,21 @@ std::vector<at::Tensor> OptimizerParams(const Sequence& seq, FuzzNet& net, int w
   return out;
 }
 
-at::Tensor Loss(const Sequence& seq, FuzzNet& net, int rank, int micro, int k) {
+Batch Data(const Sequence& seq, int rank, int micro, int k) {
   const std::uint64_t key =
       Mix(seq.seed * 1000003ULL + static_cast<std::uint64_t>(micro) * 131 +
           static_cast<std::uint64_t>(k) * 17 + static_cast<std::uint64_t>(rank));
   auto gen = at::make_generator<at::CPUGeneratorImpl>(key);
-  at::Tensor x = at::randn({5, 4}, gen);
-  at::Tensor y = at::randn({5, 3}, gen);
-  const bool use_c = key % 3 == 0;  // locally, sometimes globally, unused
-  return torch::nn::functional::mse_loss(net->forward(x, use_c), y);
+  Batch b;
+  b.x = at::randn({5, 4}, gen);
+  b.y = at::randn({5, 3}, gen);
+  b.use_c = key % 3 == 0;  // locally, sometimes globally, unused
+  return b;
+}
+
+at::Tensor Loss(const Sequence& seq, FuzzNet& net, int rank, int micro, int k) {
+  const Batch b = Data(seq, rank, micro, k);
+  return torch::nn::functional::mse_loss(net->forward(b.x, b.use_c), b.y);
 }
 
 Sequence Generate(std::uint64_t seed) {

@@ -64,7 +64,15 @@ TORCH_MODULE(FuzzNet);
 // The parameters optimizer `which` (0 = A, 1 = B) of `seq` gets, in a fixed order.
 std::vector<at::Tensor> OptimizerParams(const Sequence& seq, FuzzNet& net, int which);
 
-// The loss of rank `rank`'s data in micro-step `micro`, backward `k` (deterministic).
+// Rank `rank`'s batch in micro-step `micro`, backward `k` (deterministic): inputs, targets,
+// and whether c is used.
+struct Batch {
+  at::Tensor x, y;
+  bool use_c = false;
+};
+Batch Data(const Sequence& seq, int rank, int micro, int k);
+
+// The loss of rank `rank`'s data in micro-step `micro`, backward `k`: mse(net(x), y).
 at::Tensor Loss(const Sequence& seq, FuzzNet& net, int rank, int micro, int k);
 
 }  // namespace accel::contract
