@@ -21,8 +21,11 @@ followed at the next backward (GradScaler would raise), the step zeroing its opt
 gradients, and load_state as a restart (no gradients).
 
 Usage: ddp_check.py EXPORT.jsonl [--rtol 1e-5]
+       ddp_check.py --contract-rank BIN --first SEED --count N --world W [--rtol 1e-5]
+         (runs `BIN export` itself; CTest's mp_worker_contract_ddp_check_*)
 Prints one line per sequence ("ok SEED" or "DIFF SEED: what") and a summary; exit 1 on a DIFF.
-Every sequence in the file must have the same world size.
+Every sequence in the file must have the same world size. Exit 77 (skipped; a failure under CI)
+when torch.distributed has no gloo.
 """
 import argparse
 import copy
@@ -30,7 +33,9 @@ import json
 import math
 import os
 import socket
+import subprocess
 import sys
+import tempfile
 import traceback
 
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")  # DDP's unused-parameter notice
@@ -42,6 +47,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import gradscaler_sequence  # noqa: E402,F401  (patches GradScaler for CPU on import)
+import skip  # noqa: E402
 from torch.cuda.amp import GradScaler  # noqa: E402
 
 
@@ -312,16 +318,33 @@ def worker(rank, world, port, seqs, rtol, queue):
         if rank == 0:
             queue.put((seq["seed"], why, False, replay.fixed_69031))
     dist.barrier()
-    dist.destroy_process_group()
+    # No destroy_process_group nor interpreter teardown: torch 1.13's gloo teardown can hang
+    # (tests/testing/python_probe.py).
+    sys.stdout.flush()
+    os._exit(0)
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("export")
+    parser.add_argument("export", nargs="?")
     parser.add_argument("--rtol", type=float, default=1e-5)
+    parser.add_argument("--contract-rank")
+    parser.add_argument("--first", type=int, default=0)
+    parser.add_argument("--count", type=int, default=50)
+    parser.add_argument("--world", type=int, default=2)
     args = parser.parse_args()
-    with open(args.export) as f:
-        seqs = [json.loads(line) for line in f if line.strip()]
+    if not dist.is_available() or not dist.is_gloo_available():
+        return skip.skip("this torch has no torch.distributed gloo backend")
+    if args.contract_rank:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "export.jsonl")
+            subprocess.run([args.contract_rank, "export", path, str(args.first),
+                            str(args.count), str(args.world)], check=True)
+            with open(path) as f:
+                seqs = [json.loads(line) for line in f if line.strip()]
+    else:
+        with open(args.export) as f:
+            seqs = [json.loads(line) for line in f if line.strip()]
     world = seqs[0]["world"]
     assert all(s["world"] == world for s in seqs), "one world size per file"
     with socket.socket() as s:
@@ -346,6 +369,9 @@ def main():
             break
     for p in procs:
         p.join(60)
+        if p.exitcode is None:
+            p.kill()
+            p.join()
     failed = [p.exitcode for p in procs if p.exitcode != 0]
     print(f"SUMMARY world {world} checked {len(seqs)} ok {len(seqs) - bad} differ {bad}; "
           f"pytorch#69031 corrected in {fixed}"
