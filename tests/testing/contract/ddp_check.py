@@ -32,7 +32,7 @@ import copy
 import json
 import math
 import os
-import socket
+import queue as queue_module
 import subprocess
 import sys
 import tempfile
@@ -299,10 +299,14 @@ def same_on_every_rank(replay):
                for p in parts)
 
 
-def worker(rank, world, port, seqs, rtol, queue):
-    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+def worker(rank, world, store, seqs, rtol, queue):
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:  # a file store: no port to race other processes for
+        dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank,
+                                world_size=world)
+    except Exception as e:
+        queue.put((None, f"rank {rank}: init_process_group raised {e}", True, False))
+        raise
     for seq in seqs:
         try:
             replay = Replay(seq, rank)
@@ -347,18 +351,20 @@ def main():
             seqs = [json.loads(line) for line in f if line.strip()]
     world = seqs[0]["world"]
     assert all(s["world"] == world for s in seqs), "one world size per file"
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    store_dir = tempfile.TemporaryDirectory()
+    store = os.path.join(store_dir.name, "store")
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(r, world, port, seqs, args.rtol, queue))
+    procs = [ctx.Process(target=worker, args=(r, world, store, seqs, args.rtol, queue))
              for r in range(world)]
     for p in procs:
         p.start()
     bad = fixed = 0
     for _ in seqs:
-        seed, why, fatal, fixed_69031 = queue.get(timeout=600)
+        try:
+            seed, why, fatal, fixed_69031 = queue.get(timeout=180)
+        except queue_module.Empty:
+            seed, why, fatal, fixed_69031 = None, "no answer within 180 s (a hang)", True, False
         note = " (pytorch#69031 corrected)" if fixed_69031 else ""
         print(f"ok {seed}{note}" if not why else f"DIFF {seed}{note}: {why}", flush=True)
         bad += bool(why)
