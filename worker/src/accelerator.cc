@@ -71,18 +71,6 @@ void ResolveWorld(const Options& o, internal::AcceleratorState& s) {
 // names the process group's keys in the store.
 std::atomic<int> g_groups{0};
 
-// Prints the last sync pass's per-bucket timings (ACCELERATE_DEBUG_MODE, rank 0).
-void PrintBucketTimings(const internal::AcceleratorState& s) {
-  if (s.steps % 100 != 0) return;  // the first sync step, then every 100th
-  for (const auto& t : s.grad_sync->last_timings()) {
-    std::fprintf(stderr,
-                 "[accel] step %lld bucket %lld elements: ready %.0f us, start %.0f us, "
-                 "done %.0f us (%s thread)\n",
-                 static_cast<long long>(s.steps), static_cast<long long>(t.elements), t.ready_us,
-                 t.start_us, t.end_us, t.on_comm_thread ? "comm" : "training");
-  }
-}
-
 // Whether DDP overlaps communication with backward here; says why once on local rank 0.
 bool ResolveOverlap(const internal::AcceleratorState& s) {
   if (s.options.overlap != Overlap::kAuto) return s.options.overlap == Overlap::kOn;
@@ -101,10 +89,8 @@ bool ResolveOverlap(const internal::AcceleratorState& s) {
 // (Re)builds the one GradSync over every prepared module's trainable parameters.
 void PrepareDdp(internal::AcceleratorState& s) {
   std::vector<at::Tensor> trainable;
-  for (const auto& m : s.modules) {
-    for (const auto& p : m->parameters()) {
-      if (p.requires_grad()) trainable.push_back(p);
-    }
+  for (const auto& p : internal::PreparedParameters(s)) {
+    if (p.requires_grad()) trainable.push_back(p);
   }
   s.grad_sync.reset();  // its hooks go before the new ones are added
   if (trainable.empty()) return;
@@ -115,6 +101,7 @@ void PrepareDdp(internal::AcceleratorState& s) {
   gs.timeout = s.options.collective_timeout;
   gs.timings = s.options.debug;
   gs.progress = s.progress.get();
+  gs.zero_to_none = ACCEL_TORCH_AT_LEAST(2, 0);
   s.grad_sync = std::make_unique<worker::GradSync>(std::move(trainable), *s.comm, gs);
 }
 
@@ -298,110 +285,22 @@ Accelerator::AutocastScope::~AutocastScope() {
   worker::compat::SetAutocastDtype(type, static_cast<c10::ScalarType>(prev_dtype_));
 }
 
-void Accelerator::backward(const at::Tensor& loss) {
-  auto& s = *state_;
-  // Gradients are summed over ranks: the average's 1/world rides on the loss, with 1/N.
-  const std::int64_t divisor = static_cast<std::int64_t>(s.options.gradient_accumulation_steps) *
-                               (s.grad_sync ? s.world : 1);
-  at::Tensor scaled = loss;
-  if (divisor > 1) scaled = scaled / static_cast<double>(divisor);
-  if (s.scaler) scaled = scaled * s.scaler->scale_tensor();
-  if (s.grad_sync) s.grad_sync->BeginBackward(s.sync, scaled);
-  try {
-    scaled.backward();
-  } catch (const std::exception& e) {
-    if (s.grad_sync) s.grad_sync->CancelBackward();
-    if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) {
-      throw Error("backward", "", c10_error->what_without_backtrace());
-    }
-    throw;
-  }
-  if (!s.grad_sync) return;
-  s.grad_sync->EndBackward();
-  if (s.options.debug && s.sync && s.rank == 0) PrintBucketTimings(s);
-}
-
-void Accelerator::UnscaleOnce(const std::vector<at::Tensor>& params) {
-  auto& s = *state_;
-  std::vector<at::Tensor> grads;
-  for (const auto& p : params) {
-    if (p.grad().defined() && s.unscaled.insert(p.unsafeGetTensorImpl()).second) {
-      grads.push_back(p.grad());
-    }
-  }
-  if (grads.empty()) return;
-  at::Tensor found = s.scaler->UnscaleAndCheck(grads);
-  s.found_inf = s.found_inf.defined() ? at::maximum(s.found_inf, found) : found;
-}
-
-double Accelerator::clip_grad_norm(double max_norm) {
-  auto& s = *state_;
-  if (!s.sync) return 0.0;
-  std::vector<at::Tensor> params;
-  for (const auto& m : s.modules) {
-    for (const auto& p : m->parameters()) params.push_back(p);
-  }
-  if (s.scaler) UnscaleOnce(params);
-  return torch::nn::utils::clip_grad_norm_(params, max_norm);
-}
-
-void Accelerator::ZeroGrads(torch::optim::Optimizer& optimizer) {
-  auto& s = *state_;
-  if (!s.grad_sync) {
-    optimizer.zero_grad();
-    return;
-  }
-  worker::GradSync::ParamSet bucketed;
-  for (auto& group : optimizer.param_groups()) {
-    for (auto& p : group.params()) {
-      if (s.grad_sync->Manages(p)) {
-        bucketed.insert(p.unsafeGetTensorImpl());
-      } else {
-        worker::compat::ZeroGradLikeOptimizer(p);
-      }
-    }
-  }
-  s.grad_sync->ZeroGrad(&bucketed);
-}
-
-bool Accelerator::step(torch::optim::Optimizer& optimizer) {
-  auto& s = *state_;
-  if (!s.sync) return false;
-  prepare(optimizer);
-  bool stepped = true;
-  if (s.scaler) {
-    std::vector<at::Tensor> params;
-    for (auto& group : optimizer.param_groups()) {
-      for (const auto& p : group.params()) params.push_back(p);
-    }
-    UnscaleOnce(params);
-    at::Tensor flag =
-        s.found_inf.defined() ? s.found_inf : at::zeros({1}, s.scaler->scale_tensor().options());
-    if (s.world > 1) s.comm->AllReduce(flag, ReduceOp::kMax, s.options.collective_timeout);
-    if (flag.item<float>() != 0.0f) {
-      stepped = false;
-      ++s.skipped;
-    } else {
-      optimizer.step();
-    }
-    s.scaler->Update(flag);
-  } else {
-    optimizer.step();
-  }
-  ZeroGrads(optimizer);
-  s.unscaled.clear();
-  s.found_inf = at::Tensor();
-  ++s.steps;
-  if (s.progress) s.progress->Write(static_cast<std::uint64_t>(s.steps));
-  return stepped;
-}
-
 at::Tensor Accelerator::gather(const at::Tensor& tensor) {
   at::Tensor all = state_->comm->AllGather(tensor.contiguous(), state_->options.collective_timeout);
   return tensor.dim() == 0 ? all : all.flatten(0, 1);
 }
 
 at::Tensor Accelerator::reduce(const at::Tensor& tensor, ReduceOp op) {
+  // Checked here, before any communicator sees it: a rank-symmetric mistake stays an ordinary
+  // exception instead of aborting the group.
+  if (!tensor.defined() || tensor.scalar_type() == at::kBool || tensor.is_complex()) {
+    throw Error("reduce", "tensor",
+                !tensor.defined()
+                    ? std::string("is undefined")
+                    : std::string("has dtype ") + c10::toString(tensor.scalar_type()) +
+                          ", which cannot be reduced; convert it first (e.g. "
+                          "t.to(at::kInt) for flags)");
+  }
   at::Tensor out = tensor.clone(at::MemoryFormat::Contiguous);
   state_->comm->AllReduce(out, op, state_->options.collective_timeout);
   return out;
@@ -411,7 +310,10 @@ void Accelerator::wait_for_everyone() { state_->comm->Barrier(state_->options.co
 
 void Accelerator::PrintLine(const std::string& line) { std::cout << line << std::endl; }
 
-double Accelerator::loss_scale() const { return state_->scaler ? state_->scaler->scale() : 1.0; }
+double Accelerator::loss_scale() const {
+  state_->FinishScalerIteration();  // the update an optimizer step made is due
+  return state_->scaler ? state_->scaler->scale() : 1.0;
+}
 std::int64_t Accelerator::step_count() const { return state_->steps; }
 std::int64_t Accelerator::skipped_steps() const { return state_->skipped; }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -51,14 +52,47 @@ struct AcceleratorState {
   bool sync = true;
   bool end_of_data = false;
 
-  // This sync step's unscaling: the parameters whose gradients are unscaled already (by
-  // clip_grad_norm or step) and whether any of them had an inf/NaN.
-  std::unordered_set<const c10::TensorImpl*> unscaled;
-  at::Tensor found_inf;
+  // A backward that did not synchronise ran since the last one that did: step() skips
+  // (accelerate's rule: the gradients are this rank's own).
+  bool unsynced = false;
+
+  // This iteration's loss scaling (GradScaler's per-optimizer state, reset by update()): which
+  // parameters' gradients are unscaled already, in which group (one per unscale call), each
+  // group's found_inf; the found_inf of the optimizers stepped or skipped, for the one
+  // scale update of the iteration, which runs when the next iteration starts.
+  std::unordered_map<const c10::TensorImpl*, std::size_t> unscaled;
+  std::vector<at::Tensor> unscale_found;
+  at::Tensor iteration_found;
+  bool scale_update_pending = false;
+
+  // Ends the loss-scaling iteration once an optimizer stepped or skipped: updates the scale
+  // once and forgets what was unscaled. Called when a backward starts a new one, and before the
+  // scale is read or saved.
+  void FinishScalerIteration() {
+    if (!scale_update_pending) return;  // no optimizer stepped yet: the iteration goes on
+    if (scaler) scaler->Update(iteration_found);
+    scale_update_pending = false;
+    iteration_found = at::Tensor();
+    unscaled.clear();
+    unscale_found.clear();
+  }
 
   std::int64_t steps = 0;
   std::int64_t skipped = 0;
 };
+
+// Every parameter of the prepared modules, in module and registration order, each once (a tied
+// parameter, registered under two names, is one tensor: synchronised, clipped and unscaled once).
+inline std::vector<at::Tensor> PreparedParameters(const AcceleratorState& s) {
+  std::vector<at::Tensor> out;
+  std::unordered_set<const c10::TensorImpl*> seen;
+  for (const auto& m : s.modules) {
+    for (const auto& p : m->parameters()) {
+      if (seen.insert(p.unsafeGetTensorImpl()).second) out.push_back(p);
+    }
+  }
+  return out;
+}
 
 }  // namespace accel::internal
 

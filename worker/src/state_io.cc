@@ -163,6 +163,7 @@ void WriteFiles(internal::AcceleratorState& s, const fs::path& tmp, bool writer)
 
 void Accelerator::save_state(const std::string& dir) {
   auto& s = *state_;
+  s.FinishScalerIteration();  // the scale a step already decided is the one saved
   const worker::CheckpointPaths paths(dir);
   // Every rank draws a nonce; the largest is this save's, so the writers' claims cannot collide
   // with a crashed save's.
@@ -230,6 +231,9 @@ void Accelerator::load_state(const std::string& dir) {
     for (std::size_t i = 0; i < s.optimizers.size(); ++i) {
       torch::serialize::InputArchive archive;
       archive.load_from((from / ("optimizer_" + std::to_string(i) + ".pt")).string(), s.device);
+      // The checkpoint's state only, as a restarted process has it (LibTorch's load overwrites
+      // the entries it has and keeps the rest, e.g. momentum buffers created after the save).
+      s.optimizers[i]->state().clear();
       s.optimizers[i]->load(archive);
     }
     s.steps = read("steps").item<std::int64_t>();
@@ -247,6 +251,18 @@ void Accelerator::load_state(const std::string& dir) {
       SetGeneratorState(at::globalContext().defaultGenerator(s.device), cuda_state);
     }
   });
+  // As a process restarted from this checkpoint: no gradients, no half-done accumulation window
+  // or loss-scaling iteration (what this process accumulated belongs to parameters just replaced).
+  s.scale_update_pending = false;
+  s.iteration_found = at::Tensor();
+  s.unscaled.clear();
+  s.unscale_found.clear();
+  s.unsynced = false;
+  if (s.grad_sync) {
+    s.grad_sync->ResetGrads();
+  } else {
+    for (auto& p : internal::PreparedParameters(s)) p.mutable_grad().reset();
+  }
   if (s.progress) s.progress->Write(static_cast<std::uint64_t>(s.steps));
   wait_for_everyone();
 }

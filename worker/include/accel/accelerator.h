@@ -253,7 +253,9 @@ class Accelerator {
   void PrintLine(const std::string& line);
   void OnBatch(bool last, std::int64_t samples);
   void EndMicroStep(std::int64_t id);
-  void UnscaleOnce(const std::vector<at::Tensor>& params);
+  // Unscales the gradients of `params` not unscaled yet this iteration; returns found_inf over all
+  // of `params` (1 when any had an inf/NaN).
+  at::Tensor UnscaleOnce(const std::vector<at::Tensor>& params);
   void ZeroGrads(torch::optim::Optimizer& optimizer);
 
   std::unique_ptr<internal::AcceleratorState> state_;

@@ -24,7 +24,7 @@ struct Bucket {
   enum class State { kWaiting, kFilled, kRunning, kDone };
 
   std::vector<std::size_t> params;  // indices into GradSync's parameters
-  std::vector<at::Tensor> views;    // views[k]: params[k]'s slot, shaped like the parameter
+  std::vector<at::Tensor> views;    // views[k]: params[k]'s slot (AliasSlot), shaped like it
   at::Tensor storage;               // the gradients, then (final bucket) the used-bitmap
   at::Tensor grads;                 // storage's gradient part
   at::Tensor bitmap;                // storage's used-bitmap part (undefined unless final)
@@ -43,6 +43,11 @@ struct Bucket {
 // zero-filled, with `bitmap_elements` extra elements for the used-bitmap (0: none).
 Bucket MakeBucket(const std::vector<at::Tensor>& params, std::vector<std::size_t> indices,
                   std::int64_t bitmap_elements);
+
+// A tensor of `sizes` (contiguous) over `storage`'s elements from `offset` on: it shares the
+// memory but is not an autograd view of `storage`, so detach_() on it (LibTorch 1.13's
+// Optimizer::zero_grad) works.
+at::Tensor AliasSlot(const at::Tensor& storage, std::int64_t offset, at::IntArrayRef sizes);
 
 // True when `param`'s .grad is exactly `view` (same data, same shape).
 bool IsBound(const at::Tensor& param, const at::Tensor& view);

@@ -57,8 +57,12 @@ GradSync::GradSync(std::vector<at::Tensor> params, Communicator& comm, GradSyncO
                   "must be a dense leaf tensor that requires grad");
     }
     infos.push_back({static_cast<std::int64_t>(p.nbytes()), DtypeDeviceKey(p)});
-    param_set_.insert(p.unsafeGetTensorImpl());
+    if (!param_set_.insert(p.unsafeGetTensorImpl()).second) {
+      throw Error("prepare DDP", "parameter " + std::to_string(i),
+                  "is listed twice (tied parameters are synchronised once: deduplicate them)");
+    }
     used_.push_back(p.grad().defined());
+    carried_.push_back(p.grad().defined());
   }
   if (params_.empty()) throw Error("prepare DDP", "", "no parameter requires grad");
   plan_ = PlanBuckets(infos, options_.first_bucket_bytes, options_.bucket_bytes);
@@ -134,6 +138,7 @@ void GradSync::BeginBackward(bool sync, const at::Tensor& root) {
                     Ms(options_.timeout + options_.backend_grace));
   }
   ++generation_;
+  if (!window_open_) OpenWindowLocked();
   armed_ = true;
   sync_ = sync;
   closing_ = false;
@@ -159,6 +164,22 @@ void GradSync::BeginBackward(bool sync, const at::Tensor& root) {
   HandOverLocked();
 }
 
+void GradSync::OpenWindowLocked() {
+  at::NoGradGuard no_grad;
+  const double inverse_world = 1.0 / static_cast<double>(comm_.size());
+  for (std::size_t p = 0; p < params_.size(); ++p) {
+    used_[p] = false;
+    if (!carried_[p]) continue;
+    carried_[p] = false;
+    if (!params_[p].grad().defined()) continue;  // reset by hand (zero_grad(set_to_none))
+    const at::Tensor& view = buckets_[bucket_of_[p]].views[slot_of_[p]];
+    BindGrad(params_[p], view, /*adopt_slot=*/false);
+    if (comm_.size() > 1) view.mul_(inverse_world);
+    used_[p] = true;
+  }
+  window_open_ = true;
+}
+
 void GradSync::MarkReady(std::size_t param) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!armed_) {
@@ -169,6 +190,15 @@ void GradSync::MarkReady(std::size_t param) {
   used_[param] = true;
   Bucket& bucket = buckets_[bucket_of_[param]];
   // The first backward (or one after zero_grad(set_to_none)) left the gradient elsewhere.
+  if (sync_ && bucket_of_[param] < next_hand_) {
+    // Its bucket went to the communication thread (the parameter looked unreachable from the
+    // loss): this gradient would be missing from the sum on this rank only.
+    throw Error("backward", "parameter " + std::to_string(param) + " of a prepared module",
+                "got its gradient from a backward re-entered from inside backward (as re-entrant "
+                "activation checkpointing does) after its DDP bucket was sent; set "
+                "ACCEL_OVERLAP=off (buckets then wait for the end of backward) or compute it in "
+                "the outer graph");
+  }
   BindGrad(params_[param], bucket.views[slot_of_[param]], /*adopt_slot=*/false);
   if (!sync_ || ready_[param]) return;
   ready_[param] = true;
@@ -255,9 +285,16 @@ void GradSync::AbandonLocked() {
   closing_ = false;
 }
 
-void GradSync::CancelBackward() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (armed_) AbandonLocked();
+bool GradSync::CancelBackward() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!armed_) return false;
+  closing_ = true;  // nothing more is handed over
+  const bool issued = sync_ && next_hand_ > 0;
+  const bool idle = WaitCommIdleLocked(lock, options_.timeout + options_.backend_grace);
+  AbandonLocked();
+  lock.unlock();
+  if (issued || !idle) comm_.Abort();
+  return issued || !idle;
 }
 
 void GradSync::EndBackward() {
@@ -329,6 +366,7 @@ void GradSync::EndBackward() {
   if (options_.timings) RecordTimingsLocked();
   armed_ = false;
   closing_ = false;
+  window_open_ = false;
 }
 
 void GradSync::WriteBitmapLocked() {
@@ -346,11 +384,12 @@ void GradSync::SettleUnusedLocked() {
   for (std::size_t p = 0; p < params_.size(); ++p) {
     const at::Tensor& view = buckets_[bucket_of_[p]].views[slot_of_[p]];
     if (used_by[p] < 0.5f) {
-      // No rank used it since the last zeroing: no gradient, as in a single process.
-      if (IsBound(params_[p], view)) params_[p].mutable_grad().reset();
+      // No rank used it in this window: what ZeroGrad left (zeros, or none on LibTorch 2.x).
+      if (options_.zero_to_none && IsBound(params_[p], view)) params_[p].mutable_grad().reset();
     } else {
       BindGrad(params_[p], view, /*adopt_slot=*/true);  // locally unused: the reduced gradient
     }
+    carried_[p] = used_by[p] >= 0.5f && IsBound(params_[p], view);
   }
 }
 
@@ -384,6 +423,7 @@ void GradSync::ZeroGrad(const ParamSet* which) {
       const std::size_t p = bucket.params[k];
       if (!selected(p)) continue;
       used_[p] = false;
+      carried_[p] = false;
       if (IsBound(params_[p], bucket.views[k])) {
         if (!all) bucket.views[k].zero_();
       } else if (params_[p].grad().defined()) {
@@ -391,6 +431,16 @@ void GradSync::ZeroGrad(const ParamSet* which) {
       }
     }
   }
+}
+
+void GradSync::ResetGrads() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (std::size_t p = 0; p < params_.size(); ++p) {
+    params_[p].mutable_grad().reset();
+    used_[p] = false;
+    carried_[p] = false;
+  }
+  window_open_ = false;
 }
 
 }  // namespace accel::worker

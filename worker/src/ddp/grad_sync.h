@@ -15,10 +15,19 @@
 // final bucket is never handed over. EndBackward stops the hand-over, waits for the
 // communication thread's buckets and runs every remaining one on the training thread.
 //
+// Windows: a window is the backward passes from one sync pass (exclusive) to the next
+// (inclusive). What a gradient holds when its window starts (the reduced gradient of an earlier
+// window that nobody zeroed: a parameter in no optimizer, two backward passes per step, a step
+// without zero_grad) is already the same on every rank; like DDP, which divides the whole .grad
+// by the world size before its SUM, the window's first BeginBackward multiplies that content by
+// 1/world so the sum gives it back once instead of world times. Gradients zeroed by ZeroGrad
+// carry nothing and cost nothing.
+//
 // Unused parameters: the final bucket carries a used-bitmap (was the parameter used on this rank
-// since the last ZeroGrad), summed with the gradients. A parameter no rank used keeps no
-// gradient (.grad undefined, so an optimizer skips it, as in a single process); one used
-// elsewhere gets the reduced gradient.
+// in this window, or did it carry a gradient into it), summed with the gradients. A parameter no
+// rank used keeps the gradient it had (none, or zeros), as DDP leaves a globally unused
+// parameter alone; after ZeroGrad that is what the LibTorch optimizer's zero_grad() would leave
+// (none on LibTorch 2.x, zeros on 1.13). One used elsewhere gets the reduced gradient.
 //
 // CUDA: the bucket's ready event is recorded on the stream of the thread that filled it (the
 // autograd thread's, where the gradients were produced) and the thread that runs the collective
@@ -28,7 +37,14 @@
 // LibTorch's module.load() does), BeginBackward moves the hook to the new accumulator.
 //
 // A backward outside BeginBackward/EndBackward (a plain loss.backward() on a prepared module)
-// throws accel::Error from the hook instead of leaving the replicas silently out of sync.
+// throws accel::Error from the hook instead of leaving the replicas silently out of sync. So does
+// a gradient that arrives for a parameter whose bucket was already handed to the communication
+// thread (a backward re-entered from inside backward, as re-entrant activation checkpointing
+// does: its parameters looked unreachable from the loss); without overlap nothing is sent before
+// EndBackward and such gradients are summed normally.
+//
+// Gradients are AliasSlot()s of the bucket storage, not autograd views: LibTorch's
+// Optimizer::zero_grad (detach_() then zero_()) works on them; sparse gradients are densified.
 //
 // Errors: a failed collective, or the communication thread not finishing within timeout plus
 // backend_grace, throws accel::Error from EndBackward; the pass is abandoned (a late result is
@@ -76,6 +92,9 @@ struct GradSyncOptions {
   // How much longer than `timeout` to wait for a backend that ignores its own deadline.
   std::chrono::milliseconds backend_grace = defaults::kCollectiveGrace;
   bool timings = false;  // record per-bucket timings (last_timings)
+  // What ZeroGrad stands for when no rank uses the parameter before the next sync: true, no
+  // gradient (LibTorch 2.x's zero_grad); false, zeros (1.13's).
+  bool zero_to_none = false;
 };
 
 // One bucket of the last sync pass, in microseconds since BeginBackward.
@@ -103,13 +122,17 @@ class GradSync {
   // Finishes it: runs the remaining buckets, waits for all and settles unused parameters.
   // No-op when not syncing.
   void EndBackward();
-  // Abandons the current pass (backward itself threw).
-  void CancelBackward();
+  // Abandons the current pass (backward itself threw): stops handing buckets over and waits for
+  // the communication thread. Returns true when a collective of this pass was already issued:
+  // the ranks may then be a collective apart, so the communicator is aborted.
+  bool CancelBackward();
 
   // Zeroes the gradients of the parameters in `which` (all when null): one fill per bucket whose
   // parameters are all in it, else per parameter; gradients not bound to a bucket are reset.
   // Starts a new window for the used-bitmap.
   void ZeroGrad(const ParamSet* which);
+  // Leaves every parameter without a gradient, as in a fresh process (load_state).
+  void ResetGrads();
   bool Manages(const at::Tensor& param) const;
 
   // The bucket plan (indices into params, launch order); for tests and logs.
@@ -131,6 +154,8 @@ class GradSync {
   // Waits for the communication thread to finish what it was handed; false at the deadline.
   bool WaitCommIdleLocked(std::unique_lock<std::mutex>& lock, Clock::duration limit);
   void AbandonLocked();
+  // The window's first pass: carried gradients to 1/world, the used-bitmap restarted.
+  void OpenWindowLocked();
   void WriteBitmapLocked();
   void SettleUnusedLocked();
   void RecordTimingsLocked();
@@ -150,9 +175,11 @@ class GradSync {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Bucket> buckets_;
-  std::vector<bool> ready_;  // this pass
-  std::vector<bool> used_;   // since the last ZeroGrad
-  bool armed_ = false;       // between BeginBackward and EndBackward
+  std::vector<bool> ready_;    // this pass
+  std::vector<bool> used_;     // this window (or carried a gradient into it)
+  std::vector<bool> carried_;  // holds a reduced gradient to be divided at the window's start
+  bool window_open_ = false;   // a backward ran since the last sync pass
+  bool armed_ = false;         // between BeginBackward and EndBackward
   bool sync_ = false;
   bool closing_ = false;          // EndBackward took over: nothing more is handed over
   std::uint64_t generation_ = 0;  // bumped per pass: a late result of an old pass is ignored

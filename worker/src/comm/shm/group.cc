@@ -104,6 +104,11 @@ void ShmGroup::AllReduce(void* data, c10::ScalarType dtype, std::int64_t count, 
   const std::int64_t align = std::max<std::int64_t>(1, 64 / elem);
   auto* bytes = static_cast<std::uint8_t*>(data);
   std::vector<const void*> inputs(static_cast<std::size_t>(ranks_));
+  ShmSync::Signature signature;
+  signature.kind = ShmSync::Signature::kAllReduce;
+  signature.dtype = static_cast<std::uint8_t>(dtype);
+  signature.op = static_cast<std::uint8_t>(op);
+  signature.count = static_cast<std::uint64_t>(count);
   for (std::int64_t c0 = 0; c0 < count; c0 += slot_elems) {
     const std::int64_t n = std::min(slot_elems, count - c0);
     const int b = static_cast<int>(chunk_++ & 1);
@@ -117,7 +122,7 @@ void ShmGroup::AllReduce(void* data, c10::ScalarType dtype, std::int64_t count, 
         std::memcpy(mine + begin(s) * elem, base + begin(s) * elem, length(s) * elem);
       }
     }
-    sync_.Barrier("all-reduce", deadline);
+    sync_.Barrier("all-reduce", deadline, signature);
     const std::int64_t off = begin(local_rank_) * elem;
     if (length(local_rank_) > 0) {
       for (int k = 0; k < ranks_; ++k) {
@@ -125,7 +130,7 @@ void ShmGroup::AllReduce(void* data, c10::ScalarType dtype, std::int64_t count, 
       }
       Reduce(dtype, op, inputs, base + off, mine + off, length(local_rank_), divisor);
     }
-    sync_.Barrier("all-reduce", deadline);
+    sync_.Barrier("all-reduce", deadline, signature);
     for (int s = 0; s < ranks_; ++s) {
       if (s != local_rank_ && length(s) > 0) {
         std::memcpy(base + begin(s) * elem, segment_.slot(b, s) + begin(s) * elem,
@@ -138,11 +143,15 @@ void ShmGroup::AllReduce(void* data, c10::ScalarType dtype, std::int64_t count, 
 void ShmGroup::Broadcast(void* data, std::size_t bytes, int root, Clock::time_point deadline) {
   const std::size_t slot = segment_.header()->slot_bytes;
   auto* p = static_cast<std::uint8_t*>(data);
+  ShmSync::Signature signature;
+  signature.kind = ShmSync::Signature::kBroadcast;
+  signature.root = static_cast<std::uint16_t>(root);
+  signature.count = bytes;
   for (std::size_t off = 0; off < bytes; off += slot) {
     const std::size_t n = std::min(slot, bytes - off);
     const int b = static_cast<int>(chunk_++ & 1);
     if (local_rank_ == root) std::memcpy(segment_.slot(b, root), p + off, n);
-    sync_.Barrier("broadcast", deadline);
+    sync_.Barrier("broadcast", deadline, signature);
     if (local_rank_ != root) std::memcpy(p + off, segment_.slot(b, root), n);
   }
 }

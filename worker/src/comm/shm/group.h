@@ -9,7 +9,8 @@
 // readers. Broadcast: the root copies a chunk into its slot, one barrier, the others copy it out.
 //
 // Every call has a deadline and fails everywhere, naming the culprit, when a rank exits, misses
-// the deadline or calls Fail (ShmSync). Not thread-safe, except Fail.
+// the deadline, calls Fail, or calls another collective (count, dtype, op, root: ShmSync). Not
+// thread-safe, except Fail.
 #ifndef ACCEL_WORKER_COMM_SHM_GROUP_H_
 #define ACCEL_WORKER_COMM_SHM_GROUP_H_
 
@@ -51,6 +52,8 @@ class ShmGroup {
   void Barrier(Clock::time_point deadline);
   // Fails the group for every rank with `reason` (thread-safe).
   void Fail(const std::string& reason) { sync_.Fail(reason); }
+  // FUTEX_WAKE calls issued in this group so far (tests).
+  std::uint32_t wakeups() const { return sync_.wakeups(); }
 
  private:
   ShmGroup(ShmSegment segment, int local_rank, int ranks);

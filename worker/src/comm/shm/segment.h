@@ -42,6 +42,10 @@ struct alignas(64) RankCtrl {
   std::atomic<std::uint32_t> seq;  // barriers passed; every rank moves in lockstep
   std::atomic<std::int32_t> pid;
   std::atomic<std::int32_t> global_rank;
+  // The collective this rank is in at barrier seq, indexed by seq's parity (ShmSync::Signature):
+  // a rank can rewrite a parity only two barriers later, after every rank compared it.
+  std::atomic<std::uint64_t> call[2];
+  std::atomic<std::uint64_t> count[2];
 };
 
 // Bytes of a segment for `ranks` ranks with slots of `slot_bytes`.

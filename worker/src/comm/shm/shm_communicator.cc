@@ -60,14 +60,17 @@ class ShmCommunicator : public Communicator {
   std::string name() const override { return name_; }
 
   void AllReduce(at::Tensor& tensor, ReduceOp op, milliseconds timeout) override {
+    // Argument errors are found before anything is issued: the same mistake on every rank
+    // leaves the group usable (a mismatch between ranks fails in the barrier's signature check).
+    CheckContiguous("all-reduce", tensor);
+    const auto dtype = tensor.scalar_type();
+    if (!shm::Supported(dtype)) {
+      throw Error("all-reduce", Subject(),
+                  std::string("unsupported dtype ") + c10::toString(dtype) +
+                      " (float, double, half, bfloat16, int32, int64, uint8 or int8)");
+    }
     Run("all-reduce", [&] {
       const auto deadline = Clock::now() + timeout;
-      CheckContiguous("all-reduce", tensor);
-      const auto dtype = tensor.scalar_type();
-      if (!shm::Supported(dtype)) {
-        throw Error("all-reduce", Subject(),
-                    std::string("unsupported dtype ") + c10::toString(dtype));
-      }
       const bool half = dtype == at::kHalf || dtype == at::kBFloat16;
       if (tensor.is_cpu() && !(half && multi_machine_)) {
         ReduceHost(tensor, op, deadline);
@@ -82,12 +85,12 @@ class ShmCommunicator : public Communicator {
   }
 
   void Broadcast(at::Tensor& tensor, int root, milliseconds timeout) override {
+    CheckContiguous("broadcast", tensor);
+    if (root < 0 || root >= size_) {
+      throw Error("broadcast", Subject(), "root " + std::to_string(root) + " out of range");
+    }
     Run("broadcast", [&] {
       const auto deadline = Clock::now() + timeout;
-      CheckContiguous("broadcast", tensor);
-      if (root < 0 || root >= size_) {
-        throw Error("broadcast", Subject(), "root " + std::to_string(root) + " out of range");
-      }
       at::Tensor host = tensor.is_cpu() ? tensor : tensor.to(at::kCPU);
       BroadcastHost(host, root, deadline);
       if (!tensor.is_cpu()) tensor.copy_(host);
@@ -235,7 +238,18 @@ std::unique_ptr<Communicator> MakeShmCommunicator(Kv& kv, const GroupSpec& spec,
       GroupSpec leaders{topology.machine, static_cast<int>(topology.machines.size()),
                         spec.key_prefix + "leaders/", Left(deadline), SharedMemory::kOff};
       if (inter == Backend::kNccl) inter_device = device;
-      across = MakeCommunicator(inter, inter_device, leaders, &kv);
+      try {
+        across = MakeCommunicator(inter, inter_device, leaders, &kv);
+      } catch (const std::exception& e) {
+        // The machine's other ranks wait for this leader in the barrier below: tell them now
+        // rather than at the deadline.
+        if (local)
+          local->Fail("global rank " + std::to_string(spec.rank) +
+                      " (this machine's leader) could not connect to the other "
+                      "machines: " +
+                      e.what());
+        throw;
+      }
     }
     // Every local rank leaves together, once its leader is connected.
     if (local) local->Barrier(deadline);
