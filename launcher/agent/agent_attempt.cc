@@ -11,6 +11,7 @@
 #include "common/logging.h"
 #include "common/seconds.h"
 #include "launcher/agent/agent_internal.h"
+#include "launcher/agent/elastic.h"
 #include "launcher/agent/preflight_run.h"
 #include "launcher/agent/status_exchange.h"
 #include "launcher/process/failure_report.h"
@@ -41,8 +42,27 @@ absl::StatusOr<RendezvousResult> Agent::BeginAttempt(int restarts) {
   abort_.Reset();
   RendezvousResult result;
   result.attempt = restarts;
+  result.restart_count = restarts;
+  result.group_rank = plan_.machine_rank;
+  result.group_world_size = plan_.num_machines;
   result.master_port = MasterPort();
   return result;
+}
+
+void Agent::SayGenerationChange(const RendezvousResult& joined) {
+  if (plan_.elastic && !joined.membership.empty() && rendezvous_ != nullptr) {
+    GenerationChange change;
+    change.generation = joined.attempt;
+    change.membership = joined.membership;
+    change.old_world = last_world_;
+    change.new_world = joined.world_size;
+    change.machines = joined.group_world_size;
+    change.restart_count = joined.restart_count;
+    change.max_restarts = config_.max_restarts;
+    change.took = absl::Now() - rendezvous_->change_seen();
+    Notice(FormatGenerationChange(change));
+  }
+  last_world_ = joined.world_size;
 }
 
 std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
@@ -52,6 +72,7 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
     return kExitRendezvous;
   }
   RendezvousResult& result = *joined;
+  SayGenerationChange(result);
   if (!result.run_id.empty()) plan_.run_id = result.run_id;  // machine 0 named the run
   if (absl::Status dir = OpenRunDirectory(); !dir.ok()) {
     Notice(dir.message());
@@ -76,7 +97,8 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
   }
   OutputRouter router(output);
 
-  const bool can_restart = result.attempt < config_.max_restarts;
+  restart_count_ = result.restart_count;
+  const bool can_restart = result.restart_count < config_.max_restarts;  // job-wide budget
   auto on_failure = [&](const WorkerFailure& failure) {
     if (rendezvous_ != nullptr) {
       rendezvous_->ReportFailure(result.attempt, failure, can_restart);
@@ -105,6 +127,7 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
 
 std::optional<int> Agent::Preflight(const RendezvousResult& joined) {
   if (preflight_done_ || rendezvous_ == nullptr || plan_.num_machines == 1 ||
+      joined.group_world_size != plan_.num_machines ||  // elastic, not every machine here
       (!config_.preflight && !request_.preflight_only)) {
     return std::nullopt;
   }
@@ -162,9 +185,13 @@ std::optional<int> Agent::AfterFailure(AttemptResult& attempt, int number, bool 
                                                                   number, "), root cause first:")),
                            FormatHangNotes(attempt.hang_notes)));
   if (can_restart) {
-    Notice(absl::StrCat("restarting: attempt ", number + 1, " of ", config_.max_restarts + 1,
-                        " (cause: ", DescribeCause(rows.front()), ")"));
+    Notice(absl::StrCat("restarting: attempt ", restart_count_ + 2, " of ",
+                        config_.max_restarts + 1, " (cause: ", DescribeCause(rows.front()), ")"));
     return std::nullopt;
+  }
+  if (std::string spent = DescribeSpentBudget(restart_count_, config_.max_restarts);
+      !spent.empty()) {
+    Notice(spent);
   }
   return kExitWorkerFailed;  // the worker's own code is in the report above
 }
@@ -192,8 +219,11 @@ std::optional<int> Agent::AfterAbort(const AttemptResult& attempt, int number) {
   }
   const WorkerFailure cause = rendezvous_->RemoteRootCause();
   if (rendezvous_->restart_requested()) {
-    Notice(absl::StrCat("restarting: attempt ", number + 1, " of ", config_.max_restarts + 1,
-                        " (cause: ", DescribeCause(cause), ")"));
+    // Elastic: the membership line after the next join says what changed.
+    if (!plan_.elastic) {
+      Notice(absl::StrCat("restarting: attempt ", number + 1, " of ", config_.max_restarts + 1,
+                          " (cause: ", DescribeCause(cause), ")"));
+    }
     return std::nullopt;
   }
   NoticeBlock(absl::StrCat(

@@ -58,6 +58,8 @@ class Agent {
   SupervisorOptions MakeSupervisorOptions() const;
   // Joins the rendezvous for the next attempt; alone, numbers it `restarts` and picks a port.
   absl::StatusOr<RendezvousResult> BeginAttempt(int restarts);
+  // Says how the generation `joined` changed the membership (elastic; launcher/agent/elastic.h).
+  void SayGenerationChange(const RendezvousResult& joined);
   // Runs one attempt. Returns the exit code when the launch ends, nullopt to restart.
   std::optional<int> RunOneAttempt(Supervisor& supervisor, int restarts);
   // Runs the network preflight once, after the first join. Returns the exit code when the launch
@@ -96,6 +98,8 @@ class Agent {
   RunDir run_dir_;  // made after the first join; a scratch one is removed at the end
   std::vector<std::string> base_env_ = CurrentEnvironment();
   bool preflight_done_ = false;
+  int last_world_ = 0;     // the previous generation's world size
+  int restart_count_ = 0;  // the job's restarts when the current attempt began
   std::optional<std::string> python_module_dir_;  // PythonModuleDir's answer, once known
 };
 
