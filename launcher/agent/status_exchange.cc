@@ -64,7 +64,7 @@ std::unique_ptr<StatusExchange> StartStatus(const StatusLaunch& launch) {
   options.machine_rank = launch.plan->machine_rank;
   options.host = launch.host;
   options.run_id = launch.plan->run_id;
-  options.job.num_machines = launch.joined->group_world_size;  // this generation's (elastic)
+  options.job.num_machines = launch.plan->num_machines;
   options.job.world_size = launch.joined->world_size;
   options.job.attempt = launch.joined->attempt;
   options.job.straggler_threshold = config.straggler_threshold;
