@@ -185,7 +185,7 @@ std::optional<int> Agent::AfterFailure(AttemptResult& attempt, int number, bool 
                                                                   number, "), root cause first:")),
                            FormatHangNotes(attempt.hang_notes)));
   if (can_restart) {
-    Notice(absl::StrCat("restarting: attempt ", restart_count_ + 2, " of ",
+    Notice(absl::StrCat("restarting: attempt ", restart_count_ + 1, " of ",
                         config_.max_restarts + 1, " (cause: ", DescribeCause(rows.front()), ")"));
     return std::nullopt;
   }

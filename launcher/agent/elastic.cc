@@ -6,6 +6,14 @@
 namespace accel::launcher {
 
 std::string FormatGenerationChange(const GenerationChange& change) {
+  if (change.old_world == 0) {  // this machine's first generation: it is the one joining
+    return absl::StrFormat(
+        "membership: generation %d: %s; world %d (%d machine%s); restarts %d of %d; joined in "
+        "%.2f s",
+        change.generation, change.membership, change.new_world, change.machines,
+        change.machines == 1 ? "" : "s", change.restart_count, change.max_restarts,
+        absl::ToDoubleSeconds(change.took));
+  }
   return absl::StrFormat(
       "membership: generation %d: %s; world %d -> %d (%d machine%s); restarts %d of %d; "
       "recovered in %.2f s",

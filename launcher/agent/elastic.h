@@ -25,7 +25,8 @@ struct GenerationChange {
 };
 
 // Returns "membership: generation 2: machine 1 (host b) left: lost: ...; world 4 -> 2 (1
-// machine); restarts 1 of 3; recovered in 0.41 s".
+// machine); restarts 1 of 3; recovered in 0.41 s"; for a machine's first generation (old_world
+// 0: it joined a running job) "...; world 4 (2 machines); restarts 1 of 3; joined in 0.20 s".
 std::string FormatGenerationChange(const GenerationChange& change);
 
 // Returns the line that ends a job whose failure found the restart budget spent: "restart budget

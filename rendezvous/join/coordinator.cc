@@ -90,6 +90,8 @@ absl::Status JoinCoordinator::CheckLocked(const JoinedMachine& machine, const st
       break;
     }
   }
+  // Elastic: a machine joining a running generation is checked against machine 0's config.
+  if (peer == nullptr && !members_.empty()) peer = &members_.begin()->second.machine;
   if (peer == nullptr) return absl::OkStatus();
   // Machine 0's config is the job's: when machine 0 is the one joining, a difference is the
   // waiting machine's, described from its side as in the other order.

@@ -50,7 +50,8 @@ absl::Status BelowMinError(const std::string& run_id, std::int64_t attempt,
   return absl::DeadlineExceededError(absl::StrCat(
       "join rendezvous run_id=", run_id, ": generation ", attempt, " has ", waiting.size(),
       " machine", waiting.size() == 1 ? "" : "s", " (machine_rank ", ranks,
-      "), fewer than min_machines ", options.min_machines, ", and no replacement joined within ",
+      "), fewer than min_machines ", options.min_machines,
+      cause.empty() ? ", and no more joined within " : ", and no replacement joined within ",
       "rdzv_timeout ", absl::FormatDuration(timeout),
       cause.empty() ? "" : absl::StrCat("; root cause: ", cause)));
 }

@@ -11,6 +11,8 @@ machines, machine 1 killed (launcher and workers, SIGKILL) or started late.
                     waits rdzv_timeout (5 s) for a replacement, then ends with exit 3 naming the loss
   elastic-budget    max_restarts 3, machine 1 killed and started again four times: the job ends
                     on the fourth kill, naming the spent budget
+  elastic-link-down machine 1's link down (train.bin, --min_machines 1): machine 0 goes on at world
+                    2 once the heartbeats lose machine 1; machine 1 ends with exit 3
 """
 import os
 import re
@@ -216,7 +218,38 @@ def elastic_budget(ctx):
     return Outcome(seconds, ended, root_ok, ok, note)
 
 
+def elastic_link_down(ctx):
+    job = ctx.job("elastic-link-down")
+    options = ["--rdzv_token_file", job.token_file("token", "s3cret"), "--min_machines", "1",
+               "--max_restarts", "3"]
+    program = [ctx.tools.train] + TRAIN_ARGS + ["--steps", str(FOREVER)]
+    for m in (0, 1):
+        launch(job, m, options, program)
+    try:
+        if not job.wait_training():
+            finish(job, 5)
+            return Outcome(0, False, False, False, "training never started: " + job.log(0)[-300:])
+        cut = time.monotonic()
+        job.cluster.link(1, up=False)
+        stepped = wait_for(lambda: all(job.progress_step(0, r, attempt=1) >= 1 for r in (0, 1)),
+                           30)
+        seconds = time.monotonic() - cut
+        line = (r"membership: generation 1: machine 1 \(host \S+\) left: lost: no heartbeat for "
+                r"[0-9.]+ s.*; world 4 -> 2 \(1 machine\); restarts 1 of 3")
+        said = has(job.log(0), line)
+        # Machine 1, cut off, ends on its own: the rendezvous host is unreachable (exit 3).
+        m1_ended = wait_for(lambda: job.procs[1].poll() is not None, 20, 0.1)
+    finally:
+        job.cluster.link(1, up=True)
+    ended = stop(job)
+    ok = stepped and m1_ended and job.codes[1] == 3
+    note = "" if ok and said else (f"stepped {stepped} m1 ended {m1_ended} codes {job.codes}; "
+                                   f"m0 tail {job.log(0)[-600:]!r}")
+    return Outcome(seconds, ended, said, ok, note)
+
+
 ELASTIC_SCENARIOS = {
+    "elastic-link-down": elastic_link_down,
     "elastic-python": elastic_python,
     "elastic-scale-up": elastic_scale_up,
     "elastic-below-min": elastic_below_min,

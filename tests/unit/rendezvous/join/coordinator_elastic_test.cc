@@ -44,7 +44,7 @@ class ElasticTest : public ::testing::Test {
     coordinator_ = std::make_unique<JoinCoordinator>(options_, std::move(hooks));
   }
 
-  void Join(int rank, absl::Time now) {
+  void Join(int rank, absl::Time now, const std::string& precision = "no") {
     v1::JoinRequest r;
     r.set_run_id("r1");
     r.set_machine_rank(rank);
@@ -53,6 +53,7 @@ class ElasticTest : public ::testing::Test {
     r.set_local_processes(2);
     r.set_hostname("host" + std::to_string(rank));
     r.add_addresses("10.0.0." + std::to_string(rank + 1));
+    (*r.mutable_config_fingerprint())["mixed_precision"] = precision;
     r.set_agent_nonce("nonce" + std::to_string(rank) + "-" + std::to_string(joins_++));
     coordinator_->Join(
         r, "ipv4:127.0.0.1:5000", now,
@@ -186,6 +187,17 @@ TEST_F(ElasticTest, AMachineThatStartsLaterJoinsAtTheNextGenerationUncounted) {
   EXPECT_EQ(m1.base_rank(), 2);
   EXPECT_EQ(m1.restart_count(), 0);  // max_restarts 0 and still going: joins are free
   EXPECT_EQ(m0.membership(), "machine 1 (host host1) joined");
+}
+
+TEST_F(ElasticTest, AJoinerWhoseConfigDiffersIsRefusedAndTheGenerationRunsOn) {
+  Start(1, 3, 0);
+  FirstGeneration({0, 2});
+  Join(1, kT0 + absl::Seconds(4), "fp16");
+  auto refused = Take(1);
+  ASSERT_TRUE(refused.has_value());
+  ASSERT_FALSE(refused->ok());
+  EXPECT_THAT(refused->status().message(), HasSubstr("mixed_precision"));
+  EXPECT_TRUE(sinks_[0]->events.empty());  // no restart for a machine that cannot join
 }
 
 TEST_F(ElasticTest, FourLeaveRejoinCyclesEndOnTheFourthWithMaxRestartsThree) {
