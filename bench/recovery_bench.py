@@ -7,7 +7,9 @@ every process of machine 1 is SIGKILLed (launcher and workers). Measured: second
 to the first optimizer step at world 2 that a restarted worker of machine 0 completes (the
 script prints each step with time.time(); the namespaces share the clock). Steps lost: the
 restarted workers start from step 0 (the script keeps no checkpoint), so every step before the
-kill is lost for both launchers alike; not reported.
+kill is lost for both launchers alike; not reported. Also shown: the job's start-up, from
+launching the machines to the first step at world 4 (the program's own start-up, which every
+recovery by restart pays again, plus the first rendezvous).
 
   accel-launch  --nnodes 1:2 --max_restarts 3 (its rendezvous on machine 0)
   torchrun      Debian's, through bench/torchrun_compat.py: --nnodes 1:2 --rdzv-backend c10d
@@ -49,9 +51,9 @@ def argv_for(peer: str, args, cluster: Cluster, machine: int, port: int, work: s
                 "--main_process_port", str(port), "--max_restarts", "3", "--rdzv_timeout", "60",
                 "--rdzv_token_file", token, PY] + program
     return [PY, os.path.join(HERE, "torchrun_compat.py"), "--nnodes", "1:2",
-            "--nproc_per_node", "2", "--rdzv-backend", "c10d",
-            "--rdzv-endpoint", f"{cluster.addr[0]}:{port}", "--rdzv-id", f"bench{port}",
-            "--max-restarts", "3", "--monitor-interval", "0.1", PY] + program
+            "--nproc_per_node", "2", "--rdzv_backend", "c10d",
+            "--rdzv_endpoint", f"{cluster.addr[0]}:{port}", "--rdzv_id", f"bench{port}",
+            "--max_restarts", "3", "--monitor_interval", "0.1", PY] + program
 
 
 def steps(path: str) -> list:
@@ -71,6 +73,7 @@ def trial(peer: str, args, cluster: Cluster, port: int, work: str) -> dict:
         procs.append(cluster.launch(m, argv_for(peer, args, cluster, m, port, work), logs[m], env))
         if peer == "torchrun" and m == 0:
             time.sleep(1)  # its c10d store on machine 0 first
+    launched = time.time()
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:  # both machines train at world 4
         if {int(s[2]) for s in steps(logs[1]) if int(s[1]) == 4} >= {2, 3} and \
@@ -81,6 +84,7 @@ def trial(peer: str, args, cluster: Cluster, port: int, work: str) -> dict:
         cluster.kill_all()
         cluster.wait_empty(10)
         return {"ok": False, "why": "never trained at world 4"}
+    start_up = min(s[3] for s in steps(logs[0]) if int(s[1]) == 4) - launched
     time.sleep(1)
     killed = time.time()
     kill_pids(cluster.pids(1))
@@ -100,7 +104,7 @@ def trial(peer: str, args, cluster: Cluster, port: int, work: str) -> dict:
             p.kill()
     if first is None:
         return {"ok": False, "why": "no step at world 2 within 240 s"}
-    return {"ok": True, "seconds": first - killed}
+    return {"ok": True, "seconds": first - killed, "start_up": start_up}
 
 
 def main() -> int:
@@ -128,15 +132,17 @@ def main() -> int:
                 results[peer].append(r)
     finally:
         cluster.down()
-    print(f"{'launcher':<12} {'trials':>6} {'ok':>3} {'p50 s':>7} {'p99 s':>7} {'max s':>7}")
+    print(f"{'launcher':<12} {'trials':>6} {'ok':>3} {'p50 s':>7} {'p99 s':>7} {'max s':>7} "
+          f"{'start-up p50 s':>15}")
     for peer, rs in results.items():
         secs = sorted(r["seconds"] for r in rs if r["ok"])
         if not secs:
             print(f"{peer:<12} {len(rs):>6} {0:>3}")
             continue
         p99 = secs[min(len(secs) - 1, int(round(0.99 * (len(secs) - 1))))]
+        start = statistics.median(r["start_up"] for r in rs if r["ok"])
         print(f"{peer:<12} {len(rs):>6} {len(secs):>3} {statistics.median(secs):>7.2f} "
-              f"{p99:>7.2f} {secs[-1]:>7.2f}")
+              f"{p99:>7.2f} {secs[-1]:>7.2f} {start:>15.2f}")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(results, f, indent=1)
