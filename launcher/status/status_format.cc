@@ -123,13 +123,13 @@ std::string FormatStatusJson(const JobView& job, const std::vector<Straggler>& s
   for (const RankStatus& r : job.ranks) ranks.push_back(RankJson(r));
   std::vector<std::string> slow;
   for (const Straggler& s : stragglers) slow.push_back(StragglerJson(s));
-  return absl::StrCat(
-      "{\"run_id\": ", JsonQuote(job.run_id), ", \"attempt\": ", job.attempt,
-      ", \"generation\": ", job.attempt,
-      ", \"num_machines\": ", job.num_machines, ", \"world_size\": ", job.world_size,
-      ", \"silent_machines\": [", absl::StrJoin(job.silent_machines, ", "),
-      "], \"summary\": ", SummaryJson(Summarize(job.ranks)), ", \"stragglers\": [",
-      absl::StrJoin(slow, ", "), "], \"ranks\": [", absl::StrJoin(ranks, ", "), "]}\n");
+  return absl::StrCat("{\"run_id\": ", JsonQuote(job.run_id), ", \"attempt\": ", job.attempt,
+                      ", \"generation\": ", job.attempt, ", \"num_machines\": ", job.num_machines,
+                      ", \"world_size\": ", job.world_size, ", \"silent_machines\": [",
+                      absl::StrJoin(job.silent_machines, ", "),
+                      "], \"summary\": ", SummaryJson(Summarize(job.ranks)), ", \"stragglers\": [",
+                      absl::StrJoin(slow, ", "), "], \"ranks\": [", absl::StrJoin(ranks, ", "),
+                      "]}\n");
 }
 
 }  // namespace accel::launcher
