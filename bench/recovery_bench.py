@@ -53,7 +53,9 @@ def argv_for(peer: str, args, cluster: Cluster, machine: int, port: int, work: s
     return [PY, os.path.join(HERE, "torchrun_compat.py"), "--nnodes", "1:2",
             "--nproc_per_node", "2", "--rdzv_backend", "c10d",
             "--rdzv_endpoint", f"{cluster.addr[0]}:{port}", "--rdzv_id", f"bench{port}",
-            "--max_restarts", "3", "--monitor_interval", "0.1", PY] + program
+            # The namespaces' host name resolves to loopback: say which machine hosts the store.
+            "--rdzv_conf", f"is_host={1 if machine == 0 else 0}",
+            "--max_restarts", "3", "--monitor_interval", "0.1"] + program  # runs it with PY
 
 
 def steps(path: str) -> list:
@@ -121,8 +123,19 @@ def main() -> int:
     work = tempfile.mkdtemp(prefix="accel_recovery_")
     results = {}
     port = 29900
+    hosts_dirs = []
     try:
         cluster.up()
+        # torchrun's workers get MASTER_ADDR = machine 0's host name, which resolves to loopback
+        # in a namespace: `ip netns exec` bind-mounts /etc/netns/<ns>/hosts over /etc/hosts, so
+        # both machines resolve the (shared) host name to machine 0's address.
+        import socket
+        for ns in cluster.ns:
+            d = f"/etc/netns/{ns}"
+            os.makedirs(d, exist_ok=True)
+            hosts_dirs.append(d)
+            with open(os.path.join(d, "hosts"), "w") as f:
+                f.write(f"127.0.0.1 localhost\n{cluster.addr[0]} {socket.gethostname()}\n")
         for peer in args.peers.split(","):
             results[peer] = []
             for n in range(args.trials):
@@ -132,6 +145,12 @@ def main() -> int:
                 results[peer].append(r)
     finally:
         cluster.down()
+        for d in hosts_dirs:
+            try:
+                os.remove(os.path.join(d, "hosts"))
+                os.rmdir(d)
+            except OSError:
+                pass
     print(f"{'launcher':<12} {'trials':>6} {'ok':>3} {'p50 s':>7} {'p99 s':>7} {'max s':>7} "
           f"{'start-up p50 s':>15}")
     for peer, rs in results.items():
