@@ -18,6 +18,15 @@ using std::chrono::seconds;
 
 // Rendezvous: how long a Join waits for all machines (torchrun's default is 900 s).
 inline constexpr seconds kRdzvTimeout{900};
+// Elastic membership (--nnodes MIN:MAX): how long a generation with at least MIN machines waits
+// for more before it starts (torchrun's last call is 30 s; a joiner that misses it enters at the
+// next generation anyway, so short costs little).
+inline constexpr milliseconds kRdzvLastCall{1000};
+// Elastic membership: after a restart, how long the next generation waits for the previous
+// one's survivors (they stop their workers first) once MIN machines wait; one that has not
+// rejoined by then is left out and enters the generation after (a restart that is not counted).
+// Short, because a survivor that died meanwhile is waited for this long.
+inline constexpr seconds kRdzvSurvivorWait{3};
 // Machine 0's rendezvous port when the config gives none (accelerate's and torchrun's default);
 // also MASTER_PORT when no free port can be picked.
 inline constexpr int kMainProcessPort = 29500;

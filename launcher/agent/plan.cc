@@ -91,6 +91,9 @@ absl::StatusOr<LaunchPlan> MakePlan(const Config& config, int gpu_count,
   plan.precision = config.mixed_precision;
   plan.gradient_accumulation_steps = config.gradient_accumulation_steps;
   plan.max_restarts = config.max_restarts;
+  plan.elastic = config.elastic() && config.num_machines > 1;
+  plan.min_machines = config.fewest_machines();
+  plan.rdzv_last_call_s = config.rdzv_last_call_s;
   plan.debug = config.debug;
   plan.num_cpu_threads_per_process = config.num_cpu_threads_per_process;
   plan.dynamo_backend = config.dynamo_backend;
@@ -206,8 +209,14 @@ std::string FormatPlan(const LaunchPlan& plan, const std::vector<std::string>& a
   absl::StrAppend(&out, "plan: run ",
                   plan.run_id.empty() ? "(named by machine 0 at the rendezvous)" : plan.run_id,
                   "\n");
-  absl::StrAppend(&out, "  machines:            ", plan.num_machines, " (this is machine ",
-                  plan.machine_rank, ")\n");
+  if (plan.elastic) {
+    absl::StrAppend(&out, "  machines:            ", plan.min_machines, " to ", plan.num_machines,
+                    ", elastic (this is machine ", plan.machine_rank,
+                    "; ranks and world size are set at each generation)\n");
+  } else {
+    absl::StrAppend(&out, "  machines:            ", plan.num_machines, " (this is machine ",
+                    plan.machine_rank, ")\n");
+  }
   absl::StrAppend(&out, "  processes/machine:   ", plan.nproc_per_machine, " (world size ",
                   plan.world_size, ")\n");
   absl::StrAppend(&out, "  ranks here:          ",

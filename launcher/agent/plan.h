@@ -36,6 +36,11 @@ struct LaunchPlan {
   // Accelerator(gradient_accumulation_steps=N).
   bool set_gradient_accumulation = false;
   int max_restarts = 0;
+  // Elastic membership (Config::elastic): generations of min_machines..num_machines machines;
+  // ranks, world size and GROUP_RANK then come from each generation's rendezvous.
+  bool elastic = false;
+  int min_machines = 1;
+  double rdzv_last_call_s = 0;
   bool debug = false;
   // Hang detection: zero when off (always off for a single process: no peer waits on it).
   double hang_timeout_s = 0;
@@ -83,8 +88,12 @@ struct RendezvousResult {
   std::string store_endpoint;  // "" = no store (single process)
   std::string local_addr;      // this machine as the others reach it; "" = loopback job
   std::string token;
-  std::string run_id;  // the run the server serves ("" = the plan's)
-  int attempt = 0;     // restart count, TORCHELASTIC_RESTART_COUNT
+  std::string run_id;        // the run the server serves ("" = the plan's)
+  int attempt = 0;           // the generation: 0 first, +1 per restart or membership change
+  int restart_count = 0;     // job-wide restarts so far, TORCHELASTIC_RESTART_COUNT
+  int group_rank = 0;        // this machine's dense index in the generation, GROUP_RANK
+  int group_world_size = 1;  // machines in the generation, GROUP_WORLD_SIZE
+  std::string membership;    // what changed since the previous generation ("" = nothing)
 };
 
 // Returns the plan for `config` on a machine with `gpu_count` visible GPUs (`why_no_gpu` explains

@@ -64,60 +64,6 @@ std::string ServerBindAddress(const Config& config, int port) {
 
 }  // namespace
 
-rendezvous::RootCause ToRootCause(const WorkerFailure& failure) {
-  rendezvous::RootCause cause;
-  cause.machine_rank = failure.machine_rank;
-  cause.hostname = failure.host;
-  cause.rank = failure.rank;
-  cause.exit_code = failure.exit.signal == 0 ? failure.exit.exit_code : 0;
-  cause.signal = failure.exit.signal;
-  cause.message = absl::StrCat("local rank ", failure.local_rank, ", pid ", failure.pid);
-  if (!failure.detail.empty()) {
-    absl::StrAppend(&cause.message, "; ", failure.detail);
-  }
-  if (!failure.error_message.empty()) {
-    absl::StrAppend(&cause.message, "; error file: ", failure.error_message);
-  }
-  if (!failure.stderr_tail.empty()) {
-    absl::StrAppend(&cause.message, "; last stderr: ", failure.stderr_tail.back());
-  }
-  return cause;
-}
-
-WorkerFailure FromRootCause(const rendezvous::RootCause& cause, absl::Time seen) {
-  WorkerFailure f;
-  f.machine_rank = cause.machine_rank;
-  f.host = cause.hostname;
-  f.rank = cause.rank;
-  f.local_rank = -1;
-  f.exit.exit_code = cause.exit_code;
-  f.exit.signal = cause.signal;
-  f.time = seen;
-  f.detail = cause.message;
-  // ToRootCause's message starts "local rank L, pid P": show them in their columns.
-  int local_rank = -1, pid = 0, consumed = 0;
-  if (std::sscanf(cause.message.c_str(), "local rank %d, pid %d%n", &local_rank, &pid, &consumed) ==
-      2) {
-    f.local_rank = local_rank;
-    f.pid = pid;
-    f.detail = cause.message.substr(static_cast<std::size_t>(consumed));
-    if (f.detail.rfind("; ", 0) == 0) {
-      f.detail = f.detail.substr(2);
-    }
-  }
-  return f;
-}
-
-rendezvous::RootCause ServerLostCause(const rendezvous::Event& event) {
-  rendezvous::RootCause cause;
-  cause.machine_rank = 0;
-  cause.rank = -1;
-  cause.message =
-      absl::StrCat("machine 0 (rendezvous host) is ",
-                   event.server_unreachable ? "unreachable: " : "gone: ", event.root_cause.message);
-  return cause;
-}
-
 rendezvous::JoinRequest MakeJoinRequest(const Config& config, const LaunchPlan& plan,
                                         const std::string& host) {
   rendezvous::JoinRequest request;
@@ -138,6 +84,10 @@ rendezvous::JoinRequest MakeJoinRequest(const Config& config, const LaunchPlan& 
       // Every machine must watch for hangs alike: one that publishes nothing looks idle.
       {"hang_timeout", absl::StrCat(plan.hang_timeout_s)},
   };
+  if (plan.elastic) {  // only then: a fixed job's fingerprint is what it was
+    request.config_fingerprint["elastic"] = absl::StrCat(
+        "min_machines ", plan.min_machines, ", rdzv_last_call ", plan.rdzv_last_call_s);
+  }
   request.accel_version = kVersion;
   request.device_summary = plan.use_cpu ? "cpu" : absl::StrCat(plan.nproc_per_machine, "x cuda");
   return request;
@@ -177,6 +127,10 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
     options.tls_key_path = config.tls_key_file;
     options.rdzv_timeout = rdzv_timeout;
     options.strict = config.strict;
+    options.elastic.enabled = plan.elastic;
+    options.elastic.min_machines = plan.min_machines;
+    options.elastic.last_call = absl::FromChrono(FromSeconds(plan.rdzv_last_call_s));
+    options.elastic.max_restarts = plan.max_restarts;
     auto started = rendezvous::RendezvousServer::Start(options);
     if (!started.ok()) {
       return Annotate(started.status(),
@@ -239,6 +193,7 @@ absl::StatusOr<RendezvousResult> AgentRendezvous::Join(const SignalFd& signals,
   abort.Reset();
   {
     absl::MutexLock lock(&mu_);
+    change_seen_ = event_.has_value() ? event_time_ : absl::Now();
     event_.reset();
   }
   const absl::Time deadline = absl::Now() + rdzv_timeout_ + absl::FromChrono(defaults::kJoinGrace);
@@ -271,6 +226,10 @@ absl::StatusOr<RendezvousResult> AgentRendezvous::Join(const SignalFd& signals,
   result.run_id = joined->run_id;
   result.token = token_;
   result.attempt = static_cast<int>(joined->attempt);
+  result.restart_count = joined->restart_count;
+  result.group_rank = joined->group_rank;
+  result.group_world_size = joined->group_world_size;
+  result.membership = joined->membership;
   auto status = client_->Watch(
       joined->attempt, [this, &abort](const rendezvous::Event& event) { OnEvent(event, abort); });
   if (!status.ok()) {
@@ -387,10 +346,16 @@ std::unique_ptr<JobProgress> AgentRendezvous::OpenJobProgress(const RendezvousRe
     return nullptr;
   }
   ExchangeOptions exchange;
-  exchange.machine_rank = request_.machine_rank;
-  exchange.num_machines = request_.num_machines;
+  // The generation's dense machine indices (machine_rank and num_machines when fixed).
+  exchange.machine_rank = joined.group_rank;
+  exchange.num_machines = joined.group_world_size;
   exchange.hang_timeout = hang_timeout;
   return std::make_unique<ProgressExchange>(*std::move(store), exchange);
+}
+
+absl::Time AgentRendezvous::change_seen() const {
+  absl::MutexLock lock(&mu_);
+  return change_seen_;
 }
 
 bool AgentRendezvous::restart_requested() const {

@@ -79,6 +79,9 @@ class AgentRendezvous {
 
   // The terminal event of the current watch, if one arrived.
   bool restart_requested() const;
+  // Returns when the event that ended the previous attempt arrived (the membership change as
+  // this machine learned of it); the start of the last Join when there was none.
+  absl::Time change_seen() const;
   // Returns the root cause of an abort event as a report row.
   WorkerFailure RemoteRootCause() const;
   // Returns the launcher exit code for the abort event: kExitWorkerFailed for a failed worker,
@@ -100,6 +103,7 @@ class AgentRendezvous {
   mutable absl::Mutex mu_;
   std::optional<rendezvous::Event> event_ ABSL_GUARDED_BY(mu_);
   absl::Time event_time_ ABSL_GUARDED_BY(mu_);
+  absl::Time change_seen_ ABSL_GUARDED_BY(mu_);
 };
 
 // Returns what this machine sends to Join: its share of the plan (after device fallbacks), its

@@ -40,14 +40,14 @@ void AddTorchrunVars(const LaunchPlan& plan, const RendezvousResult& rdzv, int l
   v[env::kLocalRank] = absl::StrCat(local_rank);
   v[env::kWorldSize] = absl::StrCat(rdzv.world_size);
   v[env::kLocalWorldSize] = absl::StrCat(plan.nproc_per_machine);
-  v[env::kGroupRank] = absl::StrCat(plan.machine_rank);
-  v[env::kGroupWorldSize] = absl::StrCat(plan.num_machines);
+  v[env::kGroupRank] = absl::StrCat(rdzv.group_rank);
+  v[env::kGroupWorldSize] = absl::StrCat(rdzv.group_world_size);
   v[env::kRoleRank] = absl::StrCat(rank);
   v[env::kRoleWorldSize] = absl::StrCat(rdzv.world_size);
   v[env::kRoleName] = plan.role_name;
   v[env::kMasterAddr] = rdzv.master_addr;
   v[env::kMasterPort] = absl::StrCat(rdzv.master_port);
-  v[env::kRestartCount] = absl::StrCat(rdzv.attempt);
+  v[env::kRestartCount] = absl::StrCat(rdzv.restart_count);
   v[env::kMaxRestarts] = absl::StrCat(plan.max_restarts);
   v[env::kRunId] = plan.run_id;
 }

@@ -49,30 +49,23 @@ struct Translated {
   std::vector<std::string> notices;
 };
 
-// --nnodes N (or N:N): num_machines. An elastic range is refused: the rendezvous is static.
+// --nnodes N: num_machines; --nnodes MIN:MAX: elastic membership, min_machines MIN and
+// num_machines MAX (N:N is N, as torchrun's static spelling).
 void TranslateNnodes(const std::string& text, Translated* out) {
   const std::vector<std::string> parts = absl::StrSplit(text, ':');
   int low = 0, high = 0;
   bool numbers = parts.size() <= 2 && absl::SimpleAtoi(parts.front(), &low);
   high = low;
   if (numbers && parts.size() == 2) numbers = absl::SimpleAtoi(parts.back(), &high);
-  if (!numbers || low < 1) {
-    out->problems.push_back(
-        Problem(absl::StrCat("--nnodes ", text,
-                             ": expected a number of machines >= 1 (torchrun's MIN:MAX form only "
-                             "as N:N)")));
+  if (!numbers || low < 1 || high < low) {
+    out->problems.push_back(Problem(absl::StrCat(
+        "--nnodes ", text,
+        ": expected a number of machines >= 1, or MIN:MAX with 1 <= MIN <= MAX (elastic)")));
     return;
   }
-  if (low != high) {
-    out->problems.push_back(
-        Problem(absl::StrCat("--nnodes ", text,
-                             ": elastic ranges are not supported: accel-launch's rendezvous is "
-                             "static, every machine joins a fixed number of machines; give one "
-                             "number, e.g. --nnodes ",
-                             high)));
-    return;
-  }
-  out->flags.push_back({"num_machines", absl::StrCat(low), absl::StrCat("--nnodes ", text)});
+  const std::string spelling = absl::StrCat("--nnodes ", text);
+  out->flags.push_back({"num_machines", absl::StrCat(high), spelling});
+  if (low != high) out->flags.push_back({"min_machines", absl::StrCat(low), spelling});
 }
 
 // --rdzv_endpoint HOST:PORT (IPv6 as [addr]:port): main_process_ip and main_process_port.
@@ -109,10 +102,14 @@ void TranslateRdzvConf(const std::string& text, Translated* out) {
     if (key == "join_timeout") {
       out->flags.push_back({"rdzv_timeout", std::string(absl::StripAsciiWhitespace(kv[1])),
                             absl::StrCat("--rdzv_conf ", item)});
+    } else if (key == "last_call_timeout") {
+      out->flags.push_back({"rdzv_last_call", std::string(absl::StripAsciiWhitespace(kv[1])),
+                            absl::StrCat("--rdzv_conf ", item)});
     } else {
       out->notices.push_back(absl::StrCat("--rdzv_conf ", item,
-                                          " has no effect (accel-launch's static rendezvous "
-                                          "takes join_timeout only, as rdzv_timeout)"));
+                                          " has no effect (accel-launch's rendezvous takes "
+                                          "join_timeout, as rdzv_timeout, and "
+                                          "last_call_timeout, as rdzv_last_call)"));
     }
   }
 }

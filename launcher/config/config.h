@@ -86,6 +86,11 @@ struct Config {
   // Durations are seconds, as in the YAML file.
   double rdzv_timeout_s = ToSeconds(defaults::kRdzvTimeout);  // Join waits for every machine
   int max_restarts = 0;  // new rendezvous attempts after a worker failure
+  // Elastic membership (docs/config.md "Elastic membership"): the fewest machines the job goes
+  // on with, num_machines being the most (torchrun's --nnodes MIN:MAX); 0 = num_machines.
+  int min_machines = 0;
+  // How long a generation with min_machines machines waits for more before it starts.
+  double rdzv_last_call_s = ToSeconds(defaults::kRdzvLastCall);
   double monitor_interval_s = ToSeconds(defaults::kMonitorInterval);
   double shutdown_grace_s = ToSeconds(defaults::kShutdownGrace);  // SIGTERM → grace → SIGKILL
   std::string log_dir;                                            // empty: no per-rank log files
@@ -115,6 +120,13 @@ struct Config {
 
   // Per-machine process count (num_processes / num_machines, validated to divide).
   int processes_per_machine() const { return num_processes / num_machines; }
+  // Whether membership is elastic: a range of machines (min_machines < num_machines), or
+  // rdzv_backend c10d, etcd or etcd-v2 (torchrun's dynamic rendezvous, even for N:N).
+  bool elastic() const {
+    return rdzv_backend != "static" || (min_machines > 0 && min_machines < num_machines);
+  }
+  // The fewest machines the job goes on with: min_machines, or num_machines when it is 0.
+  int fewest_machines() const { return min_machines > 0 ? min_machines : num_machines; }
 };
 
 // Spelling of the enums as in the YAML file.

@@ -213,6 +213,9 @@ std::vector<KeySpec> MakeSchema() {
                 "Megatron-LM settings (megatron_lm_tp_degree, ...) for Python scripts: "
                 "MEGATRON_LM_* in the workers",
                 SetAccelerateSection(v, "megatron_lm_config", c), Section(c, "megatron_lm_")),
+      ACCEL_INT(min_machines, min_machines, false, kWhenNotDefault,
+                "elastic membership: the fewest machines the job goes on with when machines are "
+                "lost, 1..num_machines (num_machines is the most); 0 = num_machines (default 0)"),
       ACCEL_KEY(mixed_precision, kEnum, true, kAlways,
                 "no, fp16 or bf16 (default no); fp8 for Python scripts", SetMixedPrecision(v, c),
                 YamlQuote(c.fp8 ? "fp8" : ToString(c.mixed_precision))),
@@ -254,11 +257,17 @@ std::vector<KeySpec> MakeSchema() {
       ACCEL_KEY(ranks_filter, kList, false, kWhenNotDefault,
                 "ranks whose output reaches the console, like 0,1 (default: all)",
                 SetRanksFilter(v, c), absl::StrJoin(c.ranks_filter, ",")),
-      ACCEL_KEY(rdzv_backend, kEnum, true, kAlways, "static (default; c10d accepted as the same)",
+      ACCEL_KEY(rdzv_backend, kEnum, true, kAlways,
+                "static (default: a fixed set of machines) or c10d, etcd, etcd-v2 (elastic "
+                "membership: a lost machine restarts the others without it)",
                 SetRdzvBackend(v, c), c.rdzv_backend),
       ACCEL_BOOL(rdzv_insecure, rdzv_insecure, false, kWhenNotDefault,
                  "let a multi-machine job run without a rendezvous token: anyone who reaches "
                  "the port can join, use the store and abort it (default false: refused)"),
+      ACCEL_SECONDS(rdzv_last_call, rdzv_last_call_s,
+                    absl::StrCat("elastic membership: how long a generation with min_machines "
+                                 "machines waits for more before it starts, seconds (default ",
+                                 Seconds(defaults.rdzv_last_call_s), ")")),
       ACCEL_SECONDS(rdzv_timeout, rdzv_timeout_s,
                     absl::StrCat("how long machines wait for each other at rendezvous, seconds "
                                  "(default ",

@@ -77,6 +77,13 @@ std::vector<Diagnostic> ValidateConfig(const Config& c, const SourceMap& sources
     problem("max_restarts", absl::StrCat("max_restarts must be at least 0, got ", c.max_restarts));
   }
   if (c.rdzv_timeout_s <= 0) problem("rdzv_timeout", "rdzv_timeout must be more than 0 seconds");
+  if (c.min_machines < 0 || (machines_ok && c.min_machines > c.num_machines)) {
+    problem("min_machines", absl::StrCat("min_machines must be 0 (= num_machines) or 1..",
+                                         c.num_machines, " (num_machines), got ", c.min_machines));
+  }
+  if (c.rdzv_last_call_s < 0) {
+    problem("rdzv_last_call", "rdzv_last_call must be at least 0 seconds");
+  }
   if (c.monitor_interval_s <= 0) {
     problem("monitor_interval", "monitor_interval must be more than 0 seconds");
   }

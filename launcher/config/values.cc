@@ -225,13 +225,14 @@ absl::Status SetComputeEnvironment(const YamlValue& v, Config* c) {
 
 absl::Status SetRdzvBackend(const YamlValue& v, Config* c) {
   const std::string text = v.kind == Kind::kScalar ? v.scalar : "";
-  if (text == "static" || text == "c10d") {
+  if (text == "static" || text == "c10d" || text == "etcd" || text == "etcd-v2") {
     c->rdzv_backend = text;
     return absl::OkStatus();
   }
   return Invalid(absl::StrCat("rdzv_backend ", Describe(v),
-                              " is not supported (accel-launch runs its own rendezvous; use "
-                              "static)"));
+                              " is not supported (accel-launch runs its own rendezvous: static "
+                              "for a fixed set of machines, c10d, etcd or etcd-v2 for elastic "
+                              "membership)"));
 }
 
 absl::Status SetLogMode(const YamlValue& v, Config* c) {

@@ -93,7 +93,8 @@ std::string FormatStatusLine(const JobSummary& s, const std::vector<Straggler>& 
 }
 
 std::string FormatStatusTable(const JobView& job, const std::vector<Straggler>& stragglers) {
-  std::string out = absl::StrFormat("run %s, attempt %d, %d machines, %d ranks\n", job.run_id,
+  // The attempt is the rendezvous generation (elastic membership: docs/config.md).
+  std::string out = absl::StrFormat("run %s, generation %d, %d machines, %d ranks\n", job.run_id,
                                     job.attempt, job.num_machines, job.world_size);
   absl::StrAppend(&out, absl::StrFormat("%-5s %-7s %-16s %-5s %-8s %8s %9s %9s %10s %8s  %s\n",
                                         "RANK", "MACHINE", "HOST", "LOCAL", "PID", "STEP",
@@ -122,12 +123,13 @@ std::string FormatStatusJson(const JobView& job, const std::vector<Straggler>& s
   for (const RankStatus& r : job.ranks) ranks.push_back(RankJson(r));
   std::vector<std::string> slow;
   for (const Straggler& s : stragglers) slow.push_back(StragglerJson(s));
-  return absl::StrCat(
-      "{\"run_id\": ", JsonQuote(job.run_id), ", \"attempt\": ", job.attempt,
-      ", \"num_machines\": ", job.num_machines, ", \"world_size\": ", job.world_size,
-      ", \"silent_machines\": [", absl::StrJoin(job.silent_machines, ", "),
-      "], \"summary\": ", SummaryJson(Summarize(job.ranks)), ", \"stragglers\": [",
-      absl::StrJoin(slow, ", "), "], \"ranks\": [", absl::StrJoin(ranks, ", "), "]}\n");
+  return absl::StrCat("{\"run_id\": ", JsonQuote(job.run_id), ", \"attempt\": ", job.attempt,
+                      ", \"generation\": ", job.attempt, ", \"num_machines\": ", job.num_machines,
+                      ", \"world_size\": ", job.world_size, ", \"silent_machines\": [",
+                      absl::StrJoin(job.silent_machines, ", "),
+                      "], \"summary\": ", SummaryJson(Summarize(job.ranks)), ", \"stragglers\": [",
+                      absl::StrJoin(slow, ", "), "], \"ranks\": [", absl::StrJoin(ranks, ", "),
+                      "]}\n");
 }
 
 }  // namespace accel::launcher

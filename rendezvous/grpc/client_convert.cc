@@ -40,6 +40,10 @@ JoinResult FromProto(const v1::JoinResponse& p) {
                         self.local_processes()};
   r.run_id = p.run_id();
   r.machine_secret = p.machine_secret();
+  r.group_rank = p.group_rank();
+  r.group_world_size = p.group_world_size();
+  r.restart_count = p.restart_count();
+  r.membership = p.membership();
   return r;
 }
 

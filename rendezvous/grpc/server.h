@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "common/defaults.h"
 #include "rendezvous/join/liveness.h"
+#include "rendezvous/join/membership.h"
 
 namespace accel::rendezvous {
 
@@ -33,7 +34,7 @@ struct ServerOptions {
   // Host put in the store endpoint and MASTER_ADDR. "" = machine 0's connecting address when the
   // bind host is a wildcard (0.0.0.0, ::), else the bind host.
   std::string advertise_host;
-  int num_machines = 1;   // machines per attempt
+  int num_machines = 1;   // machines per attempt (elastic: the most, MAX)
   int num_processes = 0;  // expected total processes (world size); 0 = not checked
   std::string run_id;
   std::string token;          // "" = no authentication (single-machine jobs always set one)
@@ -43,6 +44,7 @@ struct ServerOptions {
   // When a silent machine is probed and when it is lost (join/liveness.h).
   LivenessOptions liveness;
   bool strict = false;  // version mismatch is an error, not a warning
+  ElasticOptions elastic;  // off: every attempt has num_machines machines
   KvLimits limits;
 };
 

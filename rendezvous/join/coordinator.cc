@@ -31,7 +31,7 @@ std::string Printable(std::string_view text) {
 JoinCoordinator::JoinCoordinator(ServerOptions options, Hooks hooks)
     : options_(std::move(options)), hooks_(std::move(hooks)) {}
 
-void JoinCoordinator::Deliver(Outbox& out) {
+void JoinCoordinator::Deliver(Outbox& out) const {
   if (out.completion.has_value()) {
     Completion& c = *out.completion;
     std::vector<const JoinedMachine*> machines;
@@ -49,6 +49,9 @@ void JoinCoordinator::Deliver(Outbox& out) {
   for (auto& [done, result] : out.joins) done(std::move(result));
   for (auto& [sink, event] : out.events) sink->Send(event);
   for (auto& [sink, status] : out.closes) sink->Close(status);
+  if (hooks_.attempt_over) {
+    for (const std::string& ns : out.over) hooks_.attempt_over(ns);
+  }
 }
 
 std::string JoinCoordinator::ReferenceLocked() const {
@@ -87,6 +90,8 @@ absl::Status JoinCoordinator::CheckLocked(const JoinedMachine& machine, const st
       break;
     }
   }
+  // Elastic: a machine joining a running generation is checked against machine 0's config.
+  if (peer == nullptr && !members_.empty()) peer = &members_.begin()->second.machine;
   if (peer == nullptr) return absl::OkStatus();
   // Machine 0's config is the job's: when machine 0 is the one joining, a difference is the
   // waiting machine's, described from its side as in the other order.
@@ -154,7 +159,15 @@ JoinCoordinator::Id JoinCoordinator::Join(const v1::JoinRequest& request, std::s
       if (pending_.empty()) first_join_ = now;
       id = next_id_++;
       pending_[rank] = Pending{std::move(machine), id, std::move(done)};
-      if (static_cast<int>(pending_.size()) == options_.num_machines) {
+      if (ElasticLocked()) {
+        if (phase_ == Phase::kRunning) ScaleUpLocked(pending_[rank].machine, out);
+        if (static_cast<int>(pending_.size()) >= options_.elastic.min_machines &&
+            min_reached_ == absl::InfiniteFuture()) {
+          min_reached_ = now;
+        }
+        MaybeCompleteLocked(now, out);
+        if (pending_.count(rank) == 0) id = 0;
+      } else if (static_cast<int>(pending_.size()) == options_.num_machines) {
         CompleteLocked(now, out);
         id = 0;
       }
@@ -179,11 +192,13 @@ void JoinCoordinator::CompleteLocked(absl::Time now, Outbox& out) {
   for (const auto& [rank, pending] : pending_) machines.push_back(&pending.machine);
   AttemptInfo info{options_.run_id,
                    attempt_,
-                   options_.num_processes,
+                   ElasticLocked() ? 0 : options_.num_processes,  // elastic: the world varies
                    hooks_.advertise_host,
                    *master_port,
                    hooks_.store_port ? hooks_.store_port() : 0,
-                   warnings_};
+                   warnings_,
+                   restarts_,
+                   ""};
   if (absl::Status status = CheckWorldSize(machines, info); !status.ok()) {
     FailPendingLocked(status, out);
     return;
@@ -201,7 +216,6 @@ void JoinCoordinator::CompleteLocked(absl::Time now, Outbox& out) {
     secrets.push_back(*std::move(secret));
   }
   Completion& completion = out.completion.emplace();
-  completion.info = std::move(info);
   completion.secrets = secrets;
   members_.clear();
   std::size_t i = 0;
@@ -213,6 +227,8 @@ void JoinCoordinator::CompleteLocked(absl::Time now, Outbox& out) {
         rank, Member{std::move(pending.machine), Liveness(options_.liveness, now, probed), false, 0,
                      nullptr, false, secrets[i++]});
   }
+  info.membership = NoteMembersLocked(completion.machines);
+  completion.info = std::move(info);
   pending_.clear();
   warnings_.clear();
   refusals_.clear();
@@ -226,6 +242,7 @@ void JoinCoordinator::FailPendingLocked(const absl::Status& status, Outbox& out)
   warnings_.clear();
   refusals_.clear();
   first_join_ = absl::InfiniteFuture();
+  min_reached_ = absl::InfiniteFuture();
 }
 
 bool JoinCoordinator::NoteRefusedJoin(const v1::JoinRequest& request, std::string_view peer,
@@ -254,6 +271,9 @@ void JoinCoordinator::CancelJoin(Id id) {
                              absl::CancelledError("join rendezvous: cancelled by the client"));
       pending_.erase(it);
       if (pending_.empty()) first_join_ = absl::InfiniteFuture();
+      if (static_cast<int>(pending_.size()) < options_.elastic.min_machines) {
+        min_reached_ = absl::InfiniteFuture();
+      }
       break;
     }
   }
@@ -296,14 +316,23 @@ absl::Time JoinCoordinator::Tick(absl::Time now) {
   absl::Time next = absl::InfiniteFuture();
   {
     absl::MutexLock lock(&mu_);
+    if (ElasticLocked() && !pending_.empty()) next = MaybeCompleteLocked(now, out);
     if (!pending_.empty() && now >= first_join_ + options_.rdzv_timeout) {
       std::vector<const JoinedMachine*> arrived;
-      for (const auto& [rank, pending] : pending_) arrived.push_back(&pending.machine);
-      FailPendingLocked(TimeoutError(options_.run_id, attempt_, options_.rdzv_timeout,
-                                     options_.num_machines, arrived, refusals_),
-                        out);
+      std::vector<int> ranks;
+      for (const auto& [rank, pending] : pending_) {
+        arrived.push_back(&pending.machine);
+        ranks.push_back(rank);
+      }
+      FailPendingLocked(
+          ElasticLocked()
+              ? BelowMinError(options_.run_id, attempt_, options_.elastic, options_.rdzv_timeout,
+                              ranks, attempt_ > 0 ? restart_cause_.message() : "")
+              : TimeoutError(options_.run_id, attempt_, options_.rdzv_timeout,
+                             options_.num_machines, arrived, refusals_),
+          out);
     }
-    if (!pending_.empty()) next = first_join_ + options_.rdzv_timeout;
+    if (!pending_.empty()) next = std::min(next, first_join_ + options_.rdzv_timeout);
     if (phase_ == Phase::kRunning) {
       for (auto& [rank, member] : members_) {
         if (member.done) continue;

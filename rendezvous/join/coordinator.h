@@ -10,6 +10,11 @@
 // so a machine that is only busy is not. This is the one place a machine is declared lost, and
 // only while the attempt runs: a loss never replaces the root cause of an attempt already ended.
 //
+// Elastic membership (ServerOptions::elastic, join/membership.h; coordinator_elastic.cc): an
+// attempt is a generation of between min_machines and num_machines machines; a lost machine
+// restarts the attempt without it (drawing on the job-wide restart budget) instead of aborting,
+// and a machine that joins a running attempt restarts it with the joiner.
+//
 // Time comes in as arguments (`now`) and Tick(now) fires what is due, so tests and the fuzzer
 // drive it deterministically; the server calls Tick from one timer thread.
 //
@@ -24,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +42,7 @@
 #include "rendezvous/grpc/server.h"
 #include "rendezvous/join/checks.h"
 #include "rendezvous/join/liveness.h"
+#include "rendezvous/join/membership.h"
 #include "rendezvous/join/result.h"
 
 namespace accel::rendezvous {
@@ -163,7 +170,28 @@ class JoinCoordinator {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::Event TerminalEventLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool NobodyOwedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  static void Deliver(Outbox& out);
+  // Sends what `out` holds, then tells hooks_.attempt_over of the attempts that ended.
+  void Deliver(Outbox& out) const;
+
+  // Elastic membership (coordinator_elastic.cc).
+  bool ElasticLocked() const { return options_.elastic.enabled; }
+  Forming FormingLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Completes the forming attempt when join/membership.h's rules say it is time; returns when to
+  // look again (InfiniteFuture: only a join changes the answer).
+  absl::Time MaybeCompleteLocked(absl::Time now, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends the running attempt with RESTART (`cause`) and forms the next, waiting for `survivors`
+  // (machine ranks); `counted` draws on the restart budget.
+  void RestartLocked(const v1::RootCause& cause, bool counted, std::set<int> survivors, Outbox& out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Machine `rank` of the running elastic attempt is lost (`why`): the survivors go on without
+  // it, or the job ends (machine 0 lost, the budget spent, a machine already finished).
+  void LostElasticLocked(int rank, v1::RootCause cause, std::string_view why, Outbox& out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `joiner` waits while an elastic attempt runs: the attempt restarts to let it in.
+  void ScaleUpLocked(const JoinedMachine& joiner, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records who is in the attempt just completed (for the next change's description).
+  std::string NoteMembersLocked(const std::vector<JoinedMachine>& machines)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ServerOptions options_;
   const Hooks hooks_;
@@ -180,6 +208,14 @@ class JoinCoordinator {
   std::map<int, Member> members_ ABSL_GUARDED_BY(mu_);      // by machine_rank, once running
   v1::RootCause root_cause_ ABSL_GUARDED_BY(mu_);           // of the abort
   v1::RootCause restart_cause_ ABSL_GUARDED_BY(mu_);        // of the last restart
+  std::int64_t restarts_ ABSL_GUARDED_BY(mu_) = 0;  // job-wide: failures and losses, not joins
+  // Elastic membership: the machines the forming attempt waits for (the last one's survivors),
+  // the last attempt's machines (machine_rank → host), why each machine lost from it left, and
+  // when MIN machines waited (the last call runs from then).
+  std::set<int> survivors_ ABSL_GUARDED_BY(mu_);
+  std::map<int, std::string> previous_ ABSL_GUARDED_BY(mu_);
+  std::map<int, std::string> why_left_ ABSL_GUARDED_BY(mu_);
+  absl::Time min_reached_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
 };
 
 }  // namespace accel::rendezvous

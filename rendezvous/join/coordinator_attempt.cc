@@ -90,6 +90,10 @@ void JoinCoordinator::LostLocked(int rank, std::string_view why, Outbox& out) {
   cause.set_hostname(member.machine.request.hostname());
   cause.set_rank(-1);
   cause.set_message(absl::StrCat("machine ", rank, " lost: ", Av(why), " ", Where(member.machine)));
+  if (ElasticLocked()) {
+    LostElasticLocked(rank, std::move(cause), why, out);
+    return;
+  }
   AbortLocked(cause, out);
 }
 
@@ -199,15 +203,9 @@ absl::Status JoinCoordinator::Report(const v1::ReportRequest& request, absl::Tim
       }
       case v1::ReportRequest::RESTART: {
         if (phase_ == Phase::kDone) break;
-        v1::Event event;
-        event.set_kind(v1::Event::RESTART);
-        event.set_attempt(attempt_ + 1);
-        *event.mutable_root_cause() = cause;
-        restart_cause_ = cause;
-        EndLocked(Phase::kJoining, event, out);
-        out.over.push_back(StoreNamespace(options_.run_id, attempt_));
-        ++attempt_;
-        members_.clear();
+        std::set<int> survivors;  // every machine: a failed worker's machine comes back
+        for (const auto& [rank, member] : members_) survivors.insert(rank);
+        RestartLocked(cause, /*counted=*/true, std::move(survivors), out);
         break;
       }
       default:
@@ -216,9 +214,6 @@ absl::Status JoinCoordinator::Report(const v1::ReportRequest& request, absl::Tim
     }
   }
   Deliver(out);
-  if (hooks_.attempt_over) {
-    for (const std::string& ns : out.over) hooks_.attempt_over(ns);
-  }
   return absl::OkStatus();
 }
 

@@ -47,6 +47,9 @@ absl::StatusOr<std::vector<v1::JoinResponse>> BuildJoinResponses(
   common.set_store_endpoint(HostPort(host, info.store_port));
   common.set_store_namespace(StoreNamespace(info.run_id, info.attempt));
   common.set_run_id(info.run_id);
+  common.set_group_world_size(static_cast<int>(machines.size()));
+  common.set_restart_count(static_cast<int>(info.restart_count));
+  common.set_membership(info.membership);
   for (const std::string& warning : info.warnings) common.add_warnings(warning);
   auto entry = [&](std::size_t i) {
     v1::Machine m;
@@ -69,6 +72,7 @@ absl::StatusOr<std::vector<v1::JoinResponse>> BuildJoinResponses(
   for (std::size_t i = 0; i < machines.size(); ++i) {
     responses.push_back(common);
     responses.back().set_base_rank(base[i]);
+    responses.back().set_group_rank(static_cast<int>(i));
     *responses.back().mutable_self() = entry(i);
     if (machines[i]->request.want_machines()) *responses.back().mutable_machines() = list;
   }

@@ -20,6 +20,8 @@ struct AttemptInfo {
   int master_port = 0;
   int store_port = 0;
   std::vector<std::string> warnings;
+  std::int64_t restart_count = 0;  // job-wide restarts so far
+  std::string membership;          // what changed since the previous attempt ("" = nothing)
 };
 
 // Returns FAILED_PRECONDITION (listing every machine's count) when info.num_processes > 0 and

@@ -57,6 +57,13 @@ struct JoinResult {
   // This machine's secret for this attempt: the client sends it with Watch, Heartbeat and
   // reports, so that no other client can speak for this machine.
   std::string machine_secret;
+  // This machine's index among the attempt's machines (machine_rank order, dense: GROUP_RANK)
+  // and how many there are (GROUP_WORLD_SIZE); they differ from machine_rank and num_machines
+  // only under elastic membership.
+  int group_rank = 0;
+  int group_world_size = 1;
+  int restart_count = 0;   // job-wide restarts so far (TORCHELASTIC_RESTART_COUNT)
+  std::string membership;  // what changed since the previous attempt ("" = nothing)
 };
 
 // Why a job stopped: the first failure is the root cause.

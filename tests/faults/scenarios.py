@@ -218,6 +218,7 @@ def python_uneven(ctx):
 # Scenarios in their own modules (they import this module's helpers).
 from busy_scenarios import busy_machine  # noqa: E402
 from checkpoint_scenarios import kill9_checkpoint  # noqa: E402
+from elastic_scenarios import ELASTIC_SCENARIOS  # noqa: E402
 from hang_scenarios import HANG_SCENARIOS  # noqa: E402 - a stopped worker, named on every machine
 from python_scenarios import PYTHON_SCENARIOS  # noqa: E402
 from token_scenarios import no_token_refused, third_party, token_mismatch  # noqa: E402
@@ -242,3 +243,4 @@ SCENARIOS = {
 
 SCENARIOS.update(PYTHON_SCENARIOS)
 SCENARIOS.update(HANG_SCENARIOS)
+SCENARIOS.update(ELASTIC_SCENARIOS)

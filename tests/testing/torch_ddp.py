@@ -3,14 +3,18 @@
 it knows nothing of accel-launch. An MLP on a synthetic set, DistributedSampler, SGD.
 
 Usage: torch_ddp.py [--steps N] [--hidden H] [--batch B] [--spin-rank R --spin-at S]
+                   [--print-steps]
   --steps 0 trains until stopped. --spin-rank/--spin-at make rank R spin forever (`while True:
   pass`) after step S, as a rank stuck in a Python loop would, while the others wait in DDP's
   all-reduce. Prints one line at the end: {"rank": ..., "steps": ..., "checksum": ...} (the sum
-  of every parameter, in double), and "spinning" when it starts to spin.
+  of every parameter, in double), and "spinning" when it starts to spin. --print-steps prints
+  "step S world W rank R time T" (T: time.time()) after every optimizer step, so a benchmark can
+  tell when the first step at a new world size completed (bench/recovery_bench.py).
 """
 import argparse
 import json
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -25,6 +29,7 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--spin-rank", type=int, default=-1)
     parser.add_argument("--spin-at", type=int, default=0)
+    parser.add_argument("--print-steps", action="store_true")
     args = parser.parse_args()
 
     dist.init_process_group("gloo")
@@ -54,6 +59,9 @@ def main() -> int:
             loss_fn(model(x), y).backward()
             optimizer.step()
             steps += 1
+            if args.print_steps:
+                print(f"step {steps} world {dist.get_world_size()} rank {rank} time {time.time():.4f}",
+                      flush=True)
             if args.steps and steps >= args.steps:
                 break
     checksum = sum(p.detach().double().sum().item() for p in model.parameters())

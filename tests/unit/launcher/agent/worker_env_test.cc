@@ -63,7 +63,10 @@ TEST(WorkerEnvTest, MultiMachineCpuWorkerGetsTheExactContract) {
   rdzv.store_endpoint = "10.0.0.1:29500";
   rdzv.local_addr = "10.0.0.2";
   rdzv.token = "secret";
-  rdzv.attempt = 1;
+  rdzv.attempt = 2;  // the generation: a machine joined once, not a restart
+  rdzv.restart_count = 1;
+  rdzv.group_rank = 1;
+  rdzv.group_world_size = 2;
   const std::vector<std::string> base = {"PATH=/bin", "RANK=99", "ACCEL_STORE_ENDPOINT=stale",
                                          "HOME=/root", "KMP_BLOCKTIME=50"};
   const Env env = ToMap(WorkerEnv(plan, rdzv, 1, WorkerFiles{"/tmp/e.json", "/tmp/p", ""}, base));

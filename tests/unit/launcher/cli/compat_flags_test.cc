@@ -70,12 +70,18 @@ TEST(CompatFlagsTest, RdzvEndpointAndIdAndStandalone) {
   EXPECT_THAT(Problems(args), HasSubstr("--rdzv_endpoint nohost: expected HOST:PORT"));
 }
 
-TEST(CompatFlagsTest, AnElasticRangeIsOneClearError) {
+TEST(CompatFlagsTest, AnElasticRangeSetsMinAndMaxMachines) {
   LaunchArgs args = Parse({"--nnodes", "1:4", "--nproc_per_node", "2", "train.py"});
-  EXPECT_EQ(Problems(args),
-            "--nnodes 1:4: elastic ranges are not supported: accel-launch's rendezvous is static, "
-            "every machine joins a fixed number of machines; give one number, e.g. --nnodes 4\n");
+  EXPECT_EQ(Problems(args), "");
+  EXPECT_THAT(Values(args), testing::IsSupersetOf({"num_machines=4 (--nnodes 1:4)",
+                                                   "min_machines=1 (--nnodes 1:4)"}));
+  EXPECT_THAT(Values(Parse({"--nnodes", "2:2", "p"})),
+              testing::Not(testing::Contains(testing::HasSubstr("min_machines"))));
   EXPECT_EQ(Problems(Parse({"--nnodes", "2:2", "p"})), "");
+  EXPECT_THAT(Problems(Parse({"--nnodes", "3:2", "p"})),
+              HasSubstr("--nnodes 3:2: expected a number of machines >= 1, or MIN:MAX"));
+  EXPECT_THAT(Values(Parse({"--rdzv_conf", "last_call_timeout=0.5", "p"})),
+              testing::Contains("rdzv_last_call=0.5 (--rdzv_conf last_call_timeout=0.5)"));
   EXPECT_THAT(Problems(Parse({"--nnodes", "two", "p"})),
               HasSubstr("--nnodes two: expected a number of machines >= 1"));
   EXPECT_THAT(Problems(Parse({"--standalone", "--nnodes", "2", "p"})),

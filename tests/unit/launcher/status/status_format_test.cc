@@ -56,7 +56,7 @@ TEST(StatusFormatTest, TableHasEveryRankAndTheStraggler) {
   job.ranks[1].collective = 7;
   std::vector<Straggler> slow = FindStragglers(job.ranks, 0.25, 5);
   const std::string table = FormatStatusTable(job, slow);
-  EXPECT_THAT(table, HasSubstr("run job-x, attempt 1, 2 machines, 2 ranks"));
+  EXPECT_THAT(table, HasSubstr("run job-x, generation 1, 2 machines, 2 ranks"));
   EXPECT_THAT(table, HasSubstr("alpha"));
   EXPECT_THAT(table, HasSubstr("1001"));
   EXPECT_THAT(table, HasSubstr("waiting in collective 7"));

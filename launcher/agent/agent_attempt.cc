@@ -1,0 +1,235 @@
+// The agent's attempts: join, spawn and supervise one attempt, then decide what follows it
+// (done, restart, or the exit code) from how it ended.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/defaults.h"
+#include "common/exit_codes.h"
+#include "common/logging.h"
+#include "common/seconds.h"
+#include "launcher/agent/agent_internal.h"
+#include "launcher/agent/elastic.h"
+#include "launcher/agent/preflight_run.h"
+#include "launcher/agent/status_exchange.h"
+#include "launcher/process/failure_report.h"
+#include "launcher/process/hang.h"
+#include "launcher/process/output.h"
+
+namespace accel::launcher::internal {
+namespace {
+
+// Returns what the other ranks were doing when a hang was found, under the report table.
+std::string FormatHangNotes(const std::vector<std::string>& notes) {
+  if (notes.empty()) {
+    return "";
+  }
+  std::string out = "  the other ranks:\n";
+  for (const std::string& note : notes) {
+    absl::StrAppend(&out, "    ", note, "\n");
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<RendezvousResult> Agent::BeginAttempt(int restarts) {
+  if (rendezvous_ != nullptr) {
+    return rendezvous_->Join(signals_, abort_);
+  }
+  abort_.Reset();
+  RendezvousResult result;
+  result.attempt = restarts;
+  result.restart_count = restarts;
+  result.group_rank = plan_.machine_rank;
+  result.group_world_size = plan_.num_machines;
+  result.master_port = MasterPort();
+  return result;
+}
+
+void Agent::SayGenerationChange(const RendezvousResult& joined) {
+  if (plan_.elastic && !joined.membership.empty() && rendezvous_ != nullptr) {
+    GenerationChange change;
+    change.generation = joined.attempt;
+    change.membership = joined.membership;
+    change.old_world = last_world_;
+    change.new_world = joined.world_size;
+    change.machines = joined.group_world_size;
+    change.restart_count = joined.restart_count;
+    change.max_restarts = config_.max_restarts;
+    change.took = absl::Now() - rendezvous_->change_seen();
+    Notice(FormatGenerationChange(change));
+  }
+  last_world_ = joined.world_size;
+}
+
+std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
+  auto joined = BeginAttempt(restarts);
+  if (!joined.ok()) {
+    Notice(joined.status().message());
+    return kExitRendezvous;
+  }
+  RendezvousResult& result = *joined;
+  SayGenerationChange(result);
+  if (!result.run_id.empty()) plan_.run_id = result.run_id;  // machine 0 named the run
+  if (absl::Status dir = OpenRunDirectory(); !dir.ok()) {
+    Notice(dir.message());
+    if (rendezvous_ != nullptr) rendezvous_->ReportSpawnFailure(result.attempt, dir);
+    return kExitWorkerFailed;
+  }
+  if (plan_.fixed_master_port > 0) result.master_port = plan_.fixed_master_port;
+  if (std::optional<int> code = Preflight(result); code.has_value()) return code;
+  auto workers = MakeWorkers(result);
+  if (!workers.ok()) {
+    Notice(workers.status().message());
+    return kExitWorkerFailed;
+  }
+  OutputOptions output;
+  output.attempt_dir = config_.log_dir.empty() ? "" : AttemptPath(result.attempt);
+  output.dir_mode = RunDirMode(config_.log_mode);
+  output.log_file_mode = LogFileMode(config_.log_mode);
+  output.console = config_.log_dir.empty() || config_.tee;
+  output.ranks_filter = config_.ranks_filter;
+  for (int local : config_.local_ranks_filter) {
+    output.ranks_filter.push_back(result.base_rank + local);  // torchrun's local ranks
+  }
+  OutputRouter router(output);
+
+  restart_count_ = result.restart_count;
+  const bool can_restart = result.restart_count < config_.max_restarts;  // job-wide budget
+  auto on_failure = [&](const WorkerFailure& failure) {
+    if (rendezvous_ != nullptr) {
+      rendezvous_->ReportFailure(result.attempt, failure, can_restart);
+    }
+  };
+  auto on_interrupt = [&](int signal, const std::string& sender) {
+    if (rendezvous_ != nullptr) {
+      rendezvous_->ReportInterrupted(result.attempt, signal, sender);
+    }
+  };
+  std::unique_ptr<JobProgress> job;
+  if (rendezvous_ != nullptr && plan_.num_machines > 1 && plan_.hang_timeout_s > 0) {
+    job = rendezvous_->OpenJobProgress(result, absl::FromChrono(FromSeconds(plan_.hang_timeout_s)));
+  }
+  std::unique_ptr<StatusExchange> status;
+  if (rendezvous_ != nullptr) {
+    status = StartStatus(
+        StatusLaunch{&config_, &plan_, &result, host_, run_dir_.path, run_dir_.fd.get()});
+  }
+  AttemptResult attempt = supervisor.Run(*std::move(workers), router, on_failure, on_interrupt,
+                                         job.get(), status.get());
+  status.reset();  // stops publishing this attempt's status and erases the status line
+  job.reset();     // stops publishing this attempt's progress
+  return AfterAttempt(attempt, result.attempt, can_restart);
+}
+
+std::optional<int> Agent::Preflight(const RendezvousResult& joined) {
+  if (preflight_done_ || rendezvous_ == nullptr || plan_.num_machines == 1 ||
+      joined.group_world_size != plan_.num_machines ||  // elastic, not every machine here
+      (!config_.preflight && !request_.preflight_only)) {
+    return std::nullopt;
+  }
+  preflight_done_ = true;
+  if (absl::StatusOr<UniqueFd> made = MakeAttemptDir(joined.attempt, ""); !made.ok()) {
+    Notice(made.status().message());
+    return kExitWorkerFailed;
+  }
+  absl::StatusOr<PreflightResult> result = RunPreflight(
+      PreflightLaunch{&config_, &plan_, &joined, AttemptPath(joined.attempt), &signals_});
+  const bool ok = result.ok() && ReportPreflight(*result, config_, plan_.machine_rank);
+  if (!result.ok()) Notice(result.status().message());
+  if (request_.preflight_only) {
+    const int done = rendezvous_->FinishDone(joined.attempt, signals_, abort_);
+    return ok ? done : kExitWorkerFailed;
+  }
+  if (!ok && config_.strict) return kExitWorkerFailed;
+  return std::nullopt;
+}
+
+std::optional<int> Agent::AfterAttempt(AttemptResult& attempt, int number, bool can_restart) {
+  switch (attempt.end) {
+    case AttemptEnd::kSucceeded:
+      if (rendezvous_ != nullptr) {
+        return rendezvous_->FinishDone(number, signals_, abort_);
+      }
+      return kExitOk;
+    case AttemptEnd::kInterrupted:
+      Notice(absl::StrCat("launch: ", DescribeLauncherSignal(attempt.signal, attempt.signal_sender),
+                          "; workers stopped"));
+      return ExitCodeForSignal(attempt.signal);
+    case AttemptEnd::kSpawnFailed:
+      Notice(attempt.spawn_error.message());
+      if (rendezvous_ != nullptr) {
+        rendezvous_->ReportSpawnFailure(number, attempt.spawn_error);
+      }
+      return kExitWorkerFailed;
+    case AttemptEnd::kWorkerFailed:
+    case AttemptEnd::kHang:
+      return AfterFailure(attempt, number, can_restart);
+    case AttemptEnd::kAborted:
+      return AfterAbort(attempt, number);
+  }
+  return kExitWorkerFailed;  // unreachable: every AttemptEnd is handled above
+}
+
+std::optional<int> Agent::AfterFailure(AttemptResult& attempt, int number, bool can_restart) {
+  SortRootCauseFirst(&attempt.failures);
+  std::vector<WorkerFailure> rows = attempt.failures;
+  if (std::optional<WorkerFailure> job_root = JobRootCause(rows.front()); job_root.has_value()) {
+    rows.insert(rows.begin(), *std::move(job_root));  // ours followed from it
+  }
+  const char* what = attempt.end == AttemptEnd::kHang ? "hang detected" : "worker failed";
+  NoticeBlock(absl::StrCat(FormatFailureReport(rows, absl::StrCat(kLogPrefix, what, " (attempt ",
+                                                                  number, "), root cause first:")),
+                           FormatHangNotes(attempt.hang_notes)));
+  if (can_restart) {
+    Notice(absl::StrCat("restarting: attempt ", restart_count_ + 1, " of ",
+                        config_.max_restarts + 1, " (cause: ", DescribeCause(rows.front()), ")"));
+    return std::nullopt;
+  }
+  if (std::string spent = DescribeSpentBudget(restart_count_, config_.max_restarts);
+      !spent.empty()) {
+    Notice(spent);
+  }
+  return kExitWorkerFailed;  // the worker's own code is in the report above
+}
+
+std::optional<WorkerFailure> Agent::JobRootCause(const WorkerFailure& local_root) const {
+  if (rendezvous_ == nullptr || plan_.num_machines == 1) {
+    return std::nullopt;
+  }
+  std::optional<rendezvous::Event> event =
+      rendezvous_->AwaitEvent(absl::FromChrono(defaults::kRootCauseWait));
+  if (!event.has_value() || event->kind == rendezvous::Event::Kind::kDone) {
+    return std::nullopt;
+  }
+  WorkerFailure job_root = rendezvous_->RemoteRootCause();
+  if (job_root.machine_rank == local_root.machine_rank && job_root.rank == local_root.rank) {
+    return std::nullopt;  // the job's root cause is ours
+  }
+  return job_root;
+}
+
+std::optional<int> Agent::AfterAbort(const AttemptResult& attempt, int number) {
+  if (rendezvous_ == nullptr) {
+    Notice(absl::StrCat("launch: aborted: ", attempt.abort_reason));
+    return kExitWorkerFailed;
+  }
+  const WorkerFailure cause = rendezvous_->RemoteRootCause();
+  if (rendezvous_->restart_requested()) {
+    // Elastic: the membership line after the next join says what changed.
+    if (!plan_.elastic) {
+      Notice(absl::StrCat("restarting: attempt ", number + 1, " of ", config_.max_restarts + 1,
+                          " (cause: ", DescribeCause(cause), ")"));
+    }
+    return std::nullopt;
+  }
+  NoticeBlock(absl::StrCat(
+      FormatFailureReport({cause}, absl::StrCat(kLogPrefix, "job aborted, root cause:")),
+      FormatHangNotes(attempt.hang_notes)));
+  return rendezvous_->RemoteExitCode();
+}
+
+}  // namespace accel::launcher::internal
