@@ -43,7 +43,7 @@ struct ServerOptions {
   absl::Duration rdzv_timeout = absl::FromChrono(defaults::kRdzvTimeout);  // from first join
   // When a silent machine is probed and when it is lost (join/liveness.h).
   LivenessOptions liveness;
-  bool strict = false;  // version mismatch is an error, not a warning
+  bool strict = false;     // version mismatch is an error, not a warning
   ElasticOptions elastic;  // off: every attempt has num_machines machines
   KvLimits limits;
 };

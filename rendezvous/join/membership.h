@@ -42,7 +42,7 @@ struct ElasticOptions {
 
 // What a forming generation looks like at one moment.
 struct Forming {
-  int waiting = 0;            // machines whose Join waits
+  int waiting = 0;                  // machines whose Join waits
   bool survivors_expected = false;  // the generation follows a restart that had survivors
   bool survivors_in = false;        // and every one of them waits
   absl::Time min_reached = absl::InfiniteFuture();  // when `waiting` last reached MIN
