@@ -15,6 +15,21 @@ def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 
+def program_env(pid: int, program: str):
+    """Returns the environment (a dict) of process `pid` when its command runs `program` (the
+    executable or the script after an interpreter), else None (also when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+        if not any(a.endswith(program.encode()) for a in argv[:2]):
+            return None
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return dict(e.decode(errors="replace").split("=", 1)
+                        for e in f.read().split(b"\0") if b"=" in e)
+    except OSError:
+        return None
+
+
 def kill_pids(pids: list) -> int:
     """SIGKILLs `pids` (those already gone are skipped); returns how many were given."""
     for pid in pids:
@@ -96,15 +111,10 @@ class Cluster:
         `program` (read from /proc: their RANK variable)."""
         out = {}
         for pid in self.all_pids():
+            env = program_env(pid, program)
             try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    argv = f.read().split(b"\0")
-                if not any(a.endswith(program.encode()) for a in argv[:2]):
-                    continue
-                with open(f"/proc/{pid}/environ", "rb") as f:
-                    env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
-                if b"RANK" in env:
-                    out[int(env[b"RANK"])] = pid
-            except (OSError, ValueError):
+                if env is not None and "RANK" in env:
+                    out[int(env["RANK"])] = pid
+            except ValueError:
                 continue
         return out

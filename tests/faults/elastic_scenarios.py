@@ -17,10 +17,9 @@ machines, machine 1 killed (launcher and workers, SIGKILL) or started late.
 import os
 import re
 import signal
-import subprocess
 import time
 
-from cluster import kill_pids
+from cluster import kill_pids, program_env
 from python_scenarios import have_torch
 from scenarios import Outcome, Skipped, has
 from job import FOREVER, TRAIN_ARGS
@@ -54,36 +53,21 @@ def wait_for(predicate, timeout: float, poll: float = 0.01) -> bool:
 
 def worker_envs(cluster, machine: int, program: str) -> list:
     """Returns the environments (dicts) of machine `machine`'s processes running `program`."""
-    out = []
-    for pid in cluster.pids(machine):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-            if not any(a.endswith(program.encode()) for a in argv[:2]):
-                continue
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = dict(e.decode(errors="replace").split("=", 1)
-                           for e in f.read().split(b"\0") if b"=" in e)
-            out.append(env)
-        except OSError:
-            continue
-    return out
+    envs = (program_env(pid, program) for pid in cluster.pids(machine))
+    return [env for env in envs if env is not None]
 
 
-def finish(job, timeout: float) -> bool:
-    """Job.finish for a job whose machine 1 may never have started."""
-    ended = job.cluster.wait_empty(timeout)
-    if not ended:
-        job.cluster.kill_all()
-        job.cluster.wait_empty(5)
+def start_both(job, options: list, program: list, timeout: float = 90, **launch_args):
+    """Starts both machines (a launch argument given as a function gets the machine) and waits
+    until they train; returns None, or the failed trial's Outcome (the job ended) when training
+    never started."""
     for m in (0, 1):
-        if job.procs[m] is not None:
-            try:
-                job.codes[m] = job.procs[m].wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                job.procs[m].kill()
-                job.codes[m] = job.procs[m].wait()
-    return ended
+        launch(job, m, options, program, **{k: v(m) if callable(v) else v
+                                          for k, v in launch_args.items()})
+    if job.wait_training(timeout=timeout):
+        return None
+    job.finish(5)
+    return Outcome(0, False, False, False, "training never started: " + job.log(0)[-300:])
 
 
 def stop(job, machine: int = 0) -> bool:
@@ -92,7 +76,7 @@ def stop(job, machine: int = 0) -> bool:
         os.kill(job.procs[machine].pid, signal.SIGINT)
     except ProcessLookupError:
         pass
-    return finish(job, 30)
+    return job.finish(30)
 
 
 def elastic_python(ctx):
@@ -102,11 +86,10 @@ def elastic_python(ctx):
     program = ["/usr/bin/python3", ctx.tools.python_ddp, "--steps", "0"]
     options = ["--rdzv_token_file", job.token_file("token", "s3cret"), "--nnodes", "1:2",
                "--max_restarts", "3"]
-    for m in (0, 1):
-        launch(job, m, options, program, env={"GLOO_SOCKET_IFNAME": ctx.cluster.veth[m]})
-    if not job.wait_training(timeout=180):
-        finish(job, 5)
-        return Outcome(0, False, False, False, "training never started: " + job.log(0)[-300:])
+    failed = start_both(job, options, program, timeout=180,
+                        env=lambda m: {"GLOO_SOCKET_IFNAME": ctx.cluster.veth[m]})
+    if failed:
+        return failed
     script = os.path.basename(ctx.tools.python_ddp)
     before = worker_envs(ctx.cluster, 0, script)
     killed = kill_machine(job, 1)
@@ -141,7 +124,7 @@ def elastic_scale_up(ctx):
     launch(job, 0, options, program)
     alone = wait_for(lambda: all(job.progress_step(0, r) >= 2 for r in (0, 1)), 60, 0.05)
     if not alone:
-        finish(job, 5)
+        job.finish(5)
         return Outcome(0, False, False, False, "machine 0 never trained alone: " +
                        job.log(0)[-400:])
     started = time.monotonic()
@@ -162,13 +145,11 @@ def elastic_below_min(ctx):
     options = ["--rdzv_token_file", job.token_file("token", "s3cret"), "--rdzv_backend", "c10d",
                "--max_restarts", "3"]
     program = [ctx.tools.train] + TRAIN_ARGS + ["--steps", str(FOREVER)]
-    for m in (0, 1):
-        launch(job, m, options, program, rdzv_timeout=5)
-    if not job.wait_training():
-        finish(job, 5)
-        return Outcome(0, False, False, False, "training never started: " + job.log(0)[-300:])
+    failed = start_both(job, options, program, rdzv_timeout=5)
+    if failed:
+        return failed
     killed = kill_machine(job, 1)
-    ended = finish(job, 5 + 10)
+    ended = job.finish(5 + 10)
     seconds = time.monotonic() - killed
     text = job.log(0)
     want = (r"generation 1 has 1 machine \(machine_rank 0\), fewer than min_machines 2, and no "
@@ -187,11 +168,9 @@ def elastic_budget(ctx):
     options = ["--rdzv_token_file", job.token_file("token", "s3cret"), "--min_machines", "1",
                "--max_restarts", "3"]
     program = [ctx.tools.train] + TRAIN_ARGS + ["--steps", str(FOREVER)]
-    for m in (0, 1):
-        launch(job, m, options, program)
-    if not job.wait_training():
-        finish(job, 5)
-        return Outcome(0, False, False, False, "training never started: " + job.log(0)[-300:])
+    failed = start_both(job, options, program)
+    if failed:
+        return failed
     joined = r"membership: generation \d+: machine 1 \(host \S+\) joined"
     for cycle in range(1, 5):
         killed = kill_machine(job, 1)
@@ -200,16 +179,16 @@ def elastic_budget(ctx):
         # The survivors form generation 2*cycle - 1 without machine 1; then it starts again.
         if not wait_for(lambda: has(job.log(0), rf"membership: generation {2 * cycle - 1}: "), 30,
                         0.05):
-            finish(job, 5)
+            job.finish(5)
             return Outcome(0, False, False, False, f"cycle {cycle}: no new generation: "
                            f"{job.log(0)[-400:]!r}")
         launch(job, 1, options, program)
         if not wait_for(lambda: len(re.findall(joined, job.log(0))) >= cycle, 30, 0.05):
-            finish(job, 5)
+            job.finish(5)
             return Outcome(0, False, False, False, f"cycle {cycle}: machine 1 did not rejoin: "
                            f"{job.log(0)[-400:]!r}")
         time.sleep(0.5)  # its workers start
-    ended = finish(job, 15)
+    ended = job.finish(15)
     seconds = time.monotonic() - killed
     text = job.log(0)
     root_ok = has(text, r"restart budget spent: max_restarts 3, 3 restarts used")
@@ -223,12 +202,10 @@ def elastic_link_down(ctx):
     options = ["--rdzv_token_file", job.token_file("token", "s3cret"), "--min_machines", "1",
                "--max_restarts", "3"]
     program = [ctx.tools.train] + TRAIN_ARGS + ["--steps", str(FOREVER)]
-    for m in (0, 1):
-        launch(job, m, options, program)
     try:
-        if not job.wait_training():
-            finish(job, 5)
-            return Outcome(0, False, False, False, "training never started: " + job.log(0)[-300:])
+        failed = start_both(job, options, program)
+        if failed:
+            return failed
         cut = time.monotonic()
         job.cluster.link(1, up=False)
         stepped = wait_for(lambda: all(job.progress_step(0, r, attempt=1) >= 1 for r in (0, 1)),

@@ -123,12 +123,15 @@ class Job:
 
     def finish(self, timeout: float) -> bool:
         """Waits until no process of the job is left in either machine; collects exit codes.
-        Returns False (and kills what is left) when that takes longer than `timeout`."""
+        Returns False (and kills what is left) when that takes longer than `timeout`. A machine
+        whose launcher never started keeps its code."""
         ended = self.cluster.wait_empty(timeout)
         if not ended:
             self.cluster.kill_all()
             self.cluster.wait_empty(5)
         for m in (0, 1):
+            if self.procs[m] is None:
+                continue
             try:
                 self.codes[m] = self.procs[m].wait(timeout=5)
             except subprocess.TimeoutExpired:
