@@ -7,14 +7,30 @@
 #   bench/command1_time.sh            # the real thing: fresh build in /tmp/accel-command1-build
 #   bench/command1_time.sh --quick    # a check that the script works: reuses build/ (no-op
 #                                     # build) and trains for a few steps
+#   bench/command1_time.sh --fresh-root
+#                                     # a fresh machine on any machine: a clean Debian 12 root
+#                                     # (the package test's debootstrap root, without its apt
+#                                     # cache), a git clone of this commit in it, and this script
+#                                     # run there: every package is downloaded and installed
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 quick=0
 case "${1:-}" in
   --quick) quick=1 ;;
+  --fresh-root)
+    # shellcheck source=../tests/package/debian_root.sh
+    source tests/package/debian_root.sh
+    root=$(mktemp -d /tmp/accel-command1-root.XXXXXX)
+    trap 'debian_root_cleanup "$root"' EXIT
+    debian_root "$root"
+    umount "$root/var/cache/apt/archives"  # nothing downloaded earlier: a fresh machine's apt
+    git clone -q "$PWD" "$root/root/accel-launch"
+    chroot "$root" /bin/bash -c 'cd /root/accel-launch && bench/command1_time.sh'
+    exit
+    ;;
   "") ;;
-  *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--quick | --fresh-root]" >&2; exit 2 ;;
 esac
 
 now() { date +%s.%N; }
