@@ -173,8 +173,8 @@ Accelerator::Accelerator(Options options) : state_(std::make_unique<internal::Ac
   }
   // Every collective but the DDP buckets' (which use the communicator underneath) first waits for
   // the buckets launched before it: issued from inside backward, it keeps one order on every rank.
-  auto ordered = std::make_unique<worker::OrderedCommunicator>(
-      std::move(s.comm), [state = state_.get()] {
+  auto ordered =
+      std::make_unique<worker::OrderedCommunicator>(std::move(s.comm), [state = state_.get()] {
         if (state->grad_sync) state->grad_sync->OrderCollective();
       });
   s.ddp_comm = &ordered->inner();
