@@ -28,6 +28,7 @@
 #include "worker/src/blas_threads.h"
 #include "worker/src/comm/factory.h"
 #include "worker/src/comm/progress_communicator.h"
+#include "worker/src/ddp/ordered_communicator.h"
 #include "worker/src/env.h"
 
 namespace accel {
@@ -102,7 +103,7 @@ void PrepareDdp(internal::AcceleratorState& s) {
   gs.timings = s.options.debug;
   gs.progress = s.progress.get();
   gs.zero_to_none = ACCEL_TORCH_AT_LEAST(2, 0);
-  s.grad_sync = std::make_unique<worker::GradSync>(std::move(trainable), *s.comm, gs);
+  s.grad_sync = std::make_unique<worker::GradSync>(std::move(trainable), *s.ddp_comm, gs);
 }
 
 }  // namespace
@@ -170,6 +171,14 @@ Accelerator::Accelerator(Options options) : state_(std::make_unique<internal::Ac
     s.progress = std::make_shared<worker::ProgressFile>(options.progress_file);
     s.comm = worker::WithProgress(std::move(s.comm), s.progress);
   }
+  // Every collective but the DDP buckets' (which use the communicator underneath) first waits for
+  // the buckets launched before it: issued from inside backward, it keeps one order on every rank.
+  auto ordered =
+      std::make_unique<worker::OrderedCommunicator>(std::move(s.comm), [state = state_.get()] {
+        if (state->grad_sync) state->grad_sync->OrderCollective();
+      });
+  s.ddp_comm = &ordered->inner();
+  s.comm = std::move(ordered);
 }
 
 Accelerator::~Accelerator() {

@@ -36,7 +36,8 @@ struct AcceleratorState {
   MixedPrecision precision = MixedPrecision::kNo;
 
   std::unique_ptr<worker::Kv> kv;                  // null for a world of 1 and MPI
-  std::unique_ptr<Communicator> comm;              // never null
+  std::unique_ptr<Communicator> comm;              // never null; an OrderedCommunicator
+  Communicator* ddp_comm = nullptr;                // the one under comm: DDP buckets only
   std::optional<worker::LossScaler> scaler;        // set when loss scaling is on
   std::shared_ptr<worker::ProgressFile> progress;  // null without ACCEL_PROGRESS_FILE
 

@@ -297,6 +297,21 @@ bool GradSync::CancelBackward() {
   return issued || !idle;
 }
 
+void GradSync::OrderCollective() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!armed_ || !sync_ || !options_.overlap || closing_) return;
+  // The communication thread runs what it holds and hands itself the rest of what was launched
+  // (HandOverLocked after each bucket; the final bucket always waits for EndBackward), so once it
+  // is idle every launched bucket was issued. An error stops it early; EndBackward reports it.
+  const auto limit = options_.timeout * static_cast<int>(kMaxInFlight) + options_.backend_grace;
+  if (!WaitCommIdleLocked(lock, limit)) {
+    throw Error("collective inside backward", "",
+                "the communication thread did not finish the gradient buckets launched before "
+                "it within " +
+                    Ms(std::chrono::duration_cast<std::chrono::milliseconds>(limit)));
+  }
+}
+
 void GradSync::EndBackward() {
   std::unique_lock<std::mutex> lock(mu_);
   if (!armed_) return;

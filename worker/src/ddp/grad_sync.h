@@ -43,6 +43,10 @@
 // does: its parameters looked unreachable from the loss); without overlap nothing is sent before
 // EndBackward and such gradients are summed normally.
 //
+// A collective issued from inside backward (a SyncBatchNorm-style backward function, through the
+// Accelerator's OrderedCommunicator) first waits for OrderCollective: every bucket launched before
+// it is issued before it, on every rank.
+//
 // Gradients are AliasSlot()s of the bucket storage, not autograd views: LibTorch's
 // Optimizer::zero_grad (detach_() then zero_()) works on them; sparse gradients are densified.
 //
@@ -126,6 +130,14 @@ class GradSync {
   // the communication thread. Returns true when a collective of this pass was already issued:
   // the ranks may then be a collective apart, so the communicator is aborted.
   bool CancelBackward();
+  // Called before any collective that is not a bucket's (OrderedCommunicator), from any thread
+  // but the communication thread, e.g. from inside backward by a SyncBatchNorm-style backward
+  // function. During a syncing backward with overlap it first issues every bucket launched so far
+  // (but the final one) and waits for them: which buckets those are follows from the order in
+  // which autograd produced the gradients, the same on every rank, so every rank issues the
+  // buckets and the other collective in one order. Otherwise (outside backward, without overlap,
+  // where nothing is issued before EndBackward) it returns at once.
+  void OrderCollective();
 
   // Zeroes the gradients of the parameters in `which` (all when null): one fill per bucket whose
   // parameters are all in it, else per parameter; gradients not bound to a bucket are reset.

@@ -1,13 +1,16 @@
 // GradSync's promises to LibTorch code (issue 23), against the fake communicator: gradients that
 // LibTorch's Optimizer::zero_grad can detach_(), a gradient nobody zeroed is summed once (not
 // world times) in the next window, tied parameters refused, sparse gradients, a late gradient
-// after its bucket was launched, and a cancelled backward that had issued collectives.
+// after its bucket was launched, a cancelled backward that had issued collectives, and a
+// collective issued from inside backward.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <torch/autograd.h>
 #include <torch/optim/sgd.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "accel/error.h"
@@ -169,6 +172,55 @@ TEST(GradSyncContractTest, CancelAfterCollectivesWereIssuedAbortsTheCommunicator
   idle.BeginBackward(false, m.Loss(at::randn({5, 8})));
   EXPECT_FALSE(idle.CancelBackward());
   EXPECT_FALSE(quiet.aborted_.load());
+}
+
+// The communication thread's all-reduces start 100 ms late: a collective issued from inside
+// backward on the training thread would overtake the bucket launched before it.
+class SlowCommThread : public FakeCommunicator {
+ public:
+  void AllReduce(at::Tensor& t, ReduceOp op, milliseconds timeout) override {
+    if (std::this_thread::get_id() != training_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    FakeCommunicator::AllReduce(t, op, timeout);
+  }
+
+ private:
+  const std::thread::id training_ = std::this_thread::get_id();
+};
+
+// As a SyncBatchNorm-style backward function does (through the Accelerator's
+// OrderedCommunicator): identity forward, an all-reduce of 3 numbers in backward.
+struct CollectiveInBackward : torch::autograd::Function<CollectiveInBackward> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, at::Tensor x, GradSync* sync,
+                            Communicator* comm) {
+    ctx->saved_data["sync"] = reinterpret_cast<std::int64_t>(sync);
+    ctx->saved_data["comm"] = reinterpret_cast<std::int64_t>(comm);
+    return x.clone();
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    reinterpret_cast<GradSync*>(ctx->saved_data["sync"].toInt())->OrderCollective();
+    at::Tensor stats = at::ones({3});
+    reinterpret_cast<Communicator*>(ctx->saved_data["comm"].toInt())
+        ->AllReduce(stats, ReduceOp::kSum, std::chrono::seconds(10));
+    return {grads[0], at::Tensor(), at::Tensor()};
+  }
+};
+
+TEST(GradSyncContractTest, CollectiveInsideBackwardFollowsTheBucketsLaunchedBeforeIt) {
+  Model m = Chain3();  // buckets {w2} (8 elements), {w1} (16), {w0} (32, the final one)
+  SlowCommThread comm;
+  GradSync sync(m.params, comm, SmallBuckets(/*overlap=*/true));
+  const at::Tensor x = at::randn({5, 8});
+  at::Tensor h = x.matmul(m.params[0]).tanh().matmul(m.params[1]).tanh();
+  h = CollectiveInBackward::apply(h, &sync, &comm);
+  const at::Tensor loss = h.matmul(m.params[2]).tanh().pow(2).sum();
+  sync.BeginBackward(/*sync=*/true, loss);
+  loss.backward();  // w2's bucket is launched, then the collective, then w1's and w0's
+  sync.EndBackward();
+  // Every rank issues them in this order, whatever the communication thread's timing.
+  EXPECT_EQ(comm.sizes(), (std::vector<int64_t>{8, 3, 16, 32 + 3}));  // + the used-bitmap
 }
 
 }  // namespace

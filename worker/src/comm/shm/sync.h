@@ -11,7 +11,9 @@
 // the sleepers: one FUTEX_WAKE per barrier, not one per arrival. The pre-sleep check and the
 // arrival are both sequentially consistent (sleepers++ then load seq; store seq then load
 // sleepers): with weaker loads (acquire, which Arm may satisfy early with LDAPR) both sides could
-// miss each other and a waiter would sleep a whole slice.
+// miss each other and a waiter would sleep a whole slice. (On x86 both orders compile to the same
+// instructions, and ThreadSanitizer treats them alike, so no test here can tell them apart; the
+// publication half, arrival store and AllArrived loads, is checked by worker_shm_tsan.)
 //
 // Every barrier carries the caller's Signature (which collective, dtype, op, root, size); each
 // rank compares everyone's once all arrived, so ranks that called different collectives fail at
