@@ -17,6 +17,8 @@ after each optimizer step, T = time.time(); the namespaces share the clock):
               under either launcher; libaccel's in-place recovery keeps them)
   start-up    from launching the machines to the first step at world 4 (the program's own start,
               which every recovery by restart pays again, plus the first rendezvous)
+  rendezvous  accel-launch only: its own part of the recovery, machine 0's membership line
+              ("recovered in X s": from learning of the loss to the new generation's rendezvous)
 and the 1-minute load average before each trial (the machine may be shared).
 
   accel     accel-launch --nnodes 1:2 --max_restarts 3 (its rendezvous on machine 0)
@@ -54,6 +56,7 @@ from cluster import Cluster, kill_pids  # noqa: E402
 PY = "/usr/bin/python3"
 SCRIPT = os.path.join(HERE, "..", "tests", "testing", "torch_ddp.py")
 STEP = re.compile(r"step (\d+) world (\d+) rank (\d+) time ([0-9.]+)")
+RECOVERED = re.compile(r"membership: generation 1: .* recovered in ([0-9.]+) s")
 FAULTS = ("kill9", "link-down")
 
 
@@ -134,6 +137,10 @@ def trial(peer: str, fault: str, args, cluster: Cluster, port: int, work: str) -
         result.update(ok=True, seconds=first[3] - fault_at, last_step_before=last_before,
                       first_step_after=int(first[0]),
                       steps_lost=max(0, last_before - (int(first[0]) - 1)))
+        with open(logs[0], errors="replace") as f:  # accel-launch's own part: the rendezvous
+            said = RECOVERED.search(f.read())
+        if said:
+            result["rendezvous_s"] = float(said.group(1))
         return result
     finally:
         cluster.link(1, up=True)
@@ -161,6 +168,9 @@ def summarize(rows: list) -> dict:
                    max_s=max(secs), steps_lost_p50=statistics.median(lost),
                    steps_lost_max=max(lost),
                    start_up_p50_s=statistics.median(r["start_up"] for r in ok))
+        rdzv = [r["rendezvous_s"] for r in ok if "rendezvous_s" in r]
+        if rdzv:
+            out.update(rendezvous_p50_s=statistics.median(rdzv), rendezvous_max_s=max(rdzv))
     loads = [r["load1"] for r in rows]
     out.update(load1_min=min(loads), load1_max=max(loads))
     return out
@@ -168,16 +178,18 @@ def summarize(rows: list) -> dict:
 
 def table(summary: dict) -> str:
     lines = ["| fault | launcher | trials | recovered | p50 s | p99 s | max s | steps lost p50 / max "
-             "| start-up p50 s | load (1 min) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| start-up p50 s | rendezvous p50 / max s | load (1 min) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for fault, peers in summary.items():
         for peer, s in peers.items():
             if s["recovered"]:
                 nums = (f"{s['p50_s']:.2f} | {s['p99_s']:.2f} | {s['max_s']:.2f} | "
                         f"{s['steps_lost_p50']:g} / {s['steps_lost_max']} | "
-                        f"{s['start_up_p50_s']:.2f}")
+                        f"{s['start_up_p50_s']:.2f} | ")
+                nums += (f"{s['rendezvous_p50_s']:.2f} / {s['rendezvous_max_s']:.2f}"
+                         if "rendezvous_p50_s" in s else "—")
             else:
-                nums = "— | — | — | — | —"
+                nums = "— | — | — | — | — | —"
             lines.append(f"| {fault} | {peer} | {s['trials']} | {s['recovered']} | {nums} | "
                          f"{s['load1_min']:.1f}–{s['load1_max']:.1f} |")
     return "\n".join(lines)
@@ -238,6 +250,7 @@ def main() -> int:
                for f, peers in results.items()}
     text = table(summary)
     print(text)
+    print(f"logs of every trial: {work}", file=sys.stderr)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     meta = {"started": started.isoformat(timespec="seconds"),
             "ended": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
