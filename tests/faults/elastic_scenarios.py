@@ -18,6 +18,7 @@ machines, machine 1 killed (launcher and workers, SIGKILL) or started late.
                     names it, machine 1 is evicted (its launcher says so, names the stopped rank as
                     the root cause, leaves no process and exits 1) and machine 0 goes on at world
                     2; the trial's seconds run from the stop to machine 0's first step at world 2
+  elastic-hang-evict-model  the same with the fault suite's model (--batch-size 8)
 """
 import itertools
 import os
@@ -232,16 +233,16 @@ def elastic_link_down(ctx):
     return Outcome(seconds, ended, said, ok, note)
 
 
-def hang_evict():
+def hang_evict(batch_size: int):
     turn = itertools.count()
 
     def scenario(ctx):
         rank = 2 + next(turn) % 2
-        job = ctx.job("elastic-hang-evict")
+        job = ctx.job(f"elastic-hang-evict-b{batch_size}")
         options = ["--rdzv_token_file", job.token_file("token", "s3cret"), "--nnodes", "1:2",
                    "--max_restarts", "3", "--hang_timeout", str(HANG_TIMEOUT)]
         args = list(TRAIN_ARGS)
-        args[args.index("--batch-size") + 1] = "2"  # steps of milliseconds (issue 25)
+        args[args.index("--batch-size") + 1] = str(batch_size)
         failed = start_both(job, options, [ctx.tools.train] + args + ["--steps", str(FOREVER)])
         if failed:
             return failed
@@ -280,5 +281,6 @@ ELASTIC_SCENARIOS = {
     "elastic-scale-up": elastic_scale_up,
     "elastic-below-min": elastic_below_min,
     "elastic-budget": elastic_budget,
-    "elastic-hang-evict": hang_evict(),
+    "elastic-hang-evict": hang_evict(2),  # steps of milliseconds (issue 25's measurement)
+    "elastic-hang-evict-model": hang_evict(8),  # the fault suite's model
 }
