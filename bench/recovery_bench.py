@@ -1,29 +1,48 @@
 #!/usr/bin/python3
-"""Recovery of a Python program under elastic membership, beside torchrun's elastic agent.
+"""Recovery from a lost machine under elastic membership, Python program, beside torchrun's agent.
 
 Two machines (network namespaces, tests/faults/cluster.py), 2 processes each, the unmodified DDP
-script tests/testing/torch_ddp.py (gloo, CPU) under `--nnodes 1:2`; once both machines train,
-every process of machine 1 is SIGKILLed (launcher and workers). Measured: seconds from the kill
-to the first optimizer step at world 2 that a restarted worker of machine 0 completes (the
-script prints each step with time.time(); the namespaces share the clock). Steps lost: the
-restarted workers start from step 0 (the script keeps no checkpoint), so every step before the
-kill is lost for both launchers alike; not reported. Also shown: the job's start-up, from
-launching the machines to the first step at world 4 (the program's own start-up, which every
-recovery by restart pays again, plus the first rendezvous).
+script tests/testing/torch_ddp.py (gloo, CPU) under `--nnodes 1:2`. Once both machines train at
+world 4 (and 0.5-1.5 s more, so the fault lands anywhere in a step), one fault hits machine 1:
 
-  accel-launch  --nnodes 1:2 --max_restarts 3 (its rendezvous on machine 0)
-  torchrun      Debian's, through bench/torchrun_compat.py: --nnodes 1:2 --rdzv-backend c10d
-                --max-restarts 3, the c10d store on machine 0
+  kill9      every process of machine 1 (launcher and workers) SIGKILLed
+  link-down  machine 1's veth set down (nothing is killed: the machine is cut off)
 
-Usage: recovery_bench.py --launcher build/launcher/cli/accel-launch [--trials N]
-                         [--peers accel,torchrun] [--out bench/results/recovery.json]
-Needs root (ip netns). The numbers depend on the machine's load: say what else ran.
+Measured on machine 0, from the script's own timestamps (it prints "step S world W rank R time T"
+after each optimizer step, T = time.time(); the namespaces share the clock):
+  seconds     from the fault to the first optimizer step completed at world 2
+  steps lost  steps machine 0 had completed before the fault that it had to redo: the last step
+              before the fault minus the step the first one at world 2 continues from (the script
+              keeps no checkpoint, so a restarted program starts from step 0 and loses them all,
+              under either launcher; libaccel's in-place recovery keeps them)
+  start-up    from launching the machines to the first step at world 4 (the program's own start,
+              which every recovery by restart pays again, plus the first rendezvous)
+  rendezvous  accel-launch only: its own part of the recovery, machine 0's membership line
+              ("recovered in X s": from learning of the loss to the new generation's rendezvous)
+and the 1-minute load average before each trial (the machine may be shared).
+
+  accel     accel-launch --nnodes 1:2 --max_restarts 3 (its rendezvous on machine 0)
+  torchrun  Debian's, through bench/torchrun_compat.py: --nnodes 1:2 --rdzv-backend c10d
+            --max-restarts 3 --monitor_interval 0.1, the c10d store on machine 0
+
+A trial that does not recover within --recover-timeout seconds counts as not recovered (its
+time is not in the percentiles; the table says how many). Trials of the two launchers alternate
+while both have trials left. p99 is the nearest rank (with 20 trials, the slowest).
+
+Usage: sudo recovery_bench.py --launcher build/launcher/accel-launch [--faults kill9,link-down]
+           [--trials 20] [--torchrun-trials 3] [--recover-timeout 120]
+           [--out bench/results/recovery.json]
+Prints the table (also written as bench/results/recovery.md) and writes every trial to the JSON.
 """
 import argparse
+import datetime
 import hashlib
 import json
+import math
 import os
+import random
 import re
+import socket
 import statistics
 import subprocess
 import sys
@@ -37,6 +56,8 @@ from cluster import Cluster, kill_pids  # noqa: E402
 PY = "/usr/bin/python3"
 SCRIPT = os.path.join(HERE, "..", "tests", "testing", "torch_ddp.py")
 STEP = re.compile(r"step (\d+) world (\d+) rank (\d+) time ([0-9.]+)")
+RECOVERED = re.compile(r"membership: generation 1: .* recovered in ([0-9.]+) s")
+FAULTS = ("kill9", "link-down")
 
 
 def argv_for(peer: str, args, cluster: Cluster, machine: int, port: int, work: str) -> list:
@@ -59,6 +80,7 @@ def argv_for(peer: str, args, cluster: Cluster, machine: int, port: int, work: s
 
 
 def steps(path: str) -> list:
+    """Returns (step, world, rank, time) of every step line in the log at `path`."""
     try:
         with open(path, errors="replace") as f:
             return [tuple(float(x) for x in m.groups()) for m in STEP.finditer(f.read())]
@@ -66,83 +88,156 @@ def steps(path: str) -> list:
         return []
 
 
-def trial(peer: str, args, cluster: Cluster, port: int, work: str) -> dict:
+def inject(fault: str, cluster: Cluster) -> None:
+    if fault == "kill9":
+        kill_pids(cluster.pids(1))
+    else:
+        cluster.link(1, up=False)
+
+
+def trial(peer: str, fault: str, args, cluster: Cluster, port: int, work: str) -> dict:
     os.makedirs(work, exist_ok=True)
     logs = [os.path.join(work, f"m{m}.log") for m in (0, 1)]
+    load = os.getloadavg()[0]
     procs = []
-    for m in (0, 1):
-        env = dict(os.environ, GLOO_SOCKET_IFNAME=cluster.veth[m], TMPDIR=work)
-        procs.append(cluster.launch(m, argv_for(peer, args, cluster, m, port, work), logs[m], env))
-        if peer == "torchrun" and m == 0:
-            time.sleep(1)  # its c10d store on machine 0 first
-    launched = time.time()
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:  # both machines train at world 4
-        if {int(s[2]) for s in steps(logs[1]) if int(s[1]) == 4} >= {2, 3} and \
-           {int(s[2]) for s in steps(logs[0]) if int(s[1]) == 4} >= {0, 1}:
-            break
-        time.sleep(0.1)
-    else:
+    result = {"ok": False, "load1": load}
+    try:
+        for m in (0, 1):
+            env = dict(os.environ, GLOO_SOCKET_IFNAME=cluster.veth[m], TMPDIR=work)
+            procs.append(cluster.launch(m, argv_for(peer, args, cluster, m, port, work), logs[m],
+                                        env))
+            if peer == "torchrun" and m == 0:
+                time.sleep(1)  # its c10d store on machine 0 first
+        launched = time.time()
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:  # both machines train at world 4
+            if {int(s[2]) for s in steps(logs[1]) if int(s[1]) == 4} >= {2, 3} and \
+               {int(s[2]) for s in steps(logs[0]) if int(s[1]) == 4} >= {0, 1}:
+                break
+            time.sleep(0.1)
+        else:
+            result["why"] = "never trained at world 4"
+            return result
+        result["start_up"] = min(s[3] for s in steps(logs[0]) if int(s[1]) == 4) - launched
+        time.sleep(random.uniform(0.5, 1.5))
+        fault_at = time.time()
+        inject(fault, cluster)
+        first = None
+        deadline = time.monotonic() + args.recover_timeout
+        while time.monotonic() < deadline and first is None:
+            after = [s for s in steps(logs[0]) if int(s[1]) == 2 and s[3] > fault_at]
+            if after:
+                first = min(after, key=lambda s: s[3])
+            time.sleep(0.02)
+        if first is None:
+            result["why"] = f"no step at world 2 within {args.recover_timeout:g} s"
+            return result
+        before = [s for s in steps(logs[0]) if int(s[1]) == 4 and s[3] <= fault_at]
+        last_before = int(max(s[0] for s in before)) if before else 0
+        result.update(ok=True, seconds=first[3] - fault_at, last_step_before=last_before,
+                      first_step_after=int(first[0]),
+                      steps_lost=max(0, last_before - (int(first[0]) - 1)))
+        with open(logs[0], errors="replace") as f:  # accel-launch's own part: the rendezvous
+            said = RECOVERED.search(f.read())
+        if said:
+            result["rendezvous_s"] = float(said.group(1))
+        return result
+    finally:
+        cluster.link(1, up=True)
         cluster.kill_all()
         cluster.wait_empty(10)
-        return {"ok": False, "why": "never trained at world 4"}
-    start_up = min(s[3] for s in steps(logs[0]) if int(s[1]) == 4) - launched
-    time.sleep(1)
-    killed = time.time()
-    kill_pids(cluster.pids(1))
-    first = None
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and first is None:
-        after = [s for s in steps(logs[0]) if int(s[1]) == 2 and s[3] > killed]
-        if after:
-            first = min(s[3] for s in after)
-        time.sleep(0.05)
-    cluster.kill_all()
-    cluster.wait_empty(10)
-    for p in procs:
-        try:
-            p.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            p.kill()
-    if first is None:
-        return {"ok": False, "why": "no step at world 2 within 240 s"}
-    return {"ok": True, "seconds": first - killed, "start_up": start_up}
+        for p in procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def nearest_rank(values: list, q: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def summarize(rows: list) -> dict:
+    ok = [r for r in rows if r["ok"]]
+    out = {"trials": len(rows), "recovered": len(ok)}
+    if ok:
+        secs = [r["seconds"] for r in ok]
+        lost = [r["steps_lost"] for r in ok]
+        out.update(p50_s=statistics.median(secs), p99_s=nearest_rank(secs, 0.99),
+                   max_s=max(secs), steps_lost_p50=statistics.median(lost),
+                   steps_lost_max=max(lost),
+                   start_up_p50_s=statistics.median(r["start_up"] for r in ok))
+        rdzv = [r["rendezvous_s"] for r in ok if "rendezvous_s" in r]
+        if rdzv:
+            out.update(rendezvous_p50_s=statistics.median(rdzv), rendezvous_max_s=max(rdzv))
+    loads = [r["load1"] for r in rows]
+    out.update(load1_min=min(loads), load1_max=max(loads))
+    return out
+
+
+def table(summary: dict) -> str:
+    lines = ["| fault | launcher | trials | recovered | p50 s | p99 s | max s | steps lost p50 / max "
+             "| start-up p50 s | rendezvous p50 / max s | load (1 min) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for fault, peers in summary.items():
+        for peer, s in peers.items():
+            if s["recovered"]:
+                nums = (f"{s['p50_s']:.2f} | {s['p99_s']:.2f} | {s['max_s']:.2f} | "
+                        f"{s['steps_lost_p50']:g} / {s['steps_lost_max']} | "
+                        f"{s['start_up_p50_s']:.2f} | ")
+                nums += (f"{s['rendezvous_p50_s']:.2f} / {s['rendezvous_max_s']:.2f}"
+                         if "rendezvous_p50_s" in s else "—")
+            else:
+                nums = "— | — | — | — | — | —"
+            lines.append(f"| {fault} | {peer} | {s['trials']} | {s['recovered']} | {nums} | "
+                         f"{s['load1_min']:.1f}–{s['load1_max']:.1f} |")
+    return "\n".join(lines)
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--launcher", required=True)
-    p.add_argument("--trials", type=int, default=3)
-    p.add_argument("--peers", default="accel,torchrun")
+    p.add_argument("--faults", default=",".join(FAULTS))
+    p.add_argument("--trials", type=int, default=20, help="accel-launch trials per fault")
+    p.add_argument("--torchrun-trials", type=int, default=3, help="torchrun trials per fault")
+    p.add_argument("--recover-timeout", type=float, default=120)
     p.add_argument("--out", default=os.path.join(HERE, "results", "recovery.json"))
     args = p.parse_args()
+    faults = args.faults.split(",")
+    if any(f not in FAULTS for f in faults):
+        p.error(f"--faults: each of {', '.join(FAULTS)}")
     if os.geteuid() != 0:
         print("recovery_bench: needs root (ip netns)", file=sys.stderr)
         return 77
+    counts = {"accel": args.trials, "torchrun": args.torchrun_trials}
     cluster = Cluster()
     work = tempfile.mkdtemp(prefix="accel_recovery_")
-    results = {}
+    results = {f: {peer: [] for peer, n in counts.items() if n > 0} for f in faults}
     port = 29900
     hosts_dirs = []
+    started = datetime.datetime.now(datetime.timezone.utc)
     try:
         cluster.up()
         # torchrun's workers get MASTER_ADDR = machine 0's host name, which resolves to loopback
         # in a namespace: `ip netns exec` bind-mounts /etc/netns/<ns>/hosts over /etc/hosts, so
         # both machines resolve the (shared) host name to machine 0's address.
-        import socket
         for ns in cluster.ns:
             d = f"/etc/netns/{ns}"
             os.makedirs(d, exist_ok=True)
             hosts_dirs.append(d)
             with open(os.path.join(d, "hosts"), "w") as f:
                 f.write(f"127.0.0.1 localhost\n{cluster.addr[0]} {socket.gethostname()}\n")
-        for peer in args.peers.split(","):
-            results[peer] = []
-            for n in range(args.trials):
-                port += 1
-                r = trial(peer, args, cluster, port, os.path.join(work, f"{peer}-{n}"))
-                print(f"{peer} trial {n + 1}: {r}", file=sys.stderr, flush=True)
-                results[peer].append(r)
+        for fault in faults:
+            for n in range(max(counts.values())):  # alternate while both have trials left
+                for peer in results[fault]:
+                    if n >= counts[peer]:
+                        continue
+                    port += 1
+                    r = trial(peer, fault, args, cluster, port,
+                              os.path.join(work, f"{fault}-{peer}-{n}"))
+                    print(f"{fault} {peer} trial {n + 1}: {r}", file=sys.stderr, flush=True)
+                    results[fault][peer].append(r)
     finally:
         cluster.down()
         for d in hosts_dirs:
@@ -151,21 +246,22 @@ def main() -> int:
                 os.rmdir(d)
             except OSError:
                 pass
-    print(f"{'launcher':<12} {'trials':>6} {'ok':>3} {'p50 s':>7} {'p99 s':>7} {'max s':>7} "
-          f"{'start-up p50 s':>15}")
-    for peer, rs in results.items():
-        secs = sorted(r["seconds"] for r in rs if r["ok"])
-        if not secs:
-            print(f"{peer:<12} {len(rs):>6} {0:>3}")
-            continue
-        p99 = secs[min(len(secs) - 1, int(round(0.99 * (len(secs) - 1))))]
-        start = statistics.median(r["start_up"] for r in rs if r["ok"])
-        print(f"{peer:<12} {len(rs):>6} {len(secs):>3} {statistics.median(secs):>7.2f} "
-              f"{p99:>7.2f} {secs[-1]:>7.2f} {start:>15.2f}")
+    summary = {f: {peer: summarize(rows) for peer, rows in peers.items()}
+               for f, peers in results.items()}
+    text = table(summary)
+    print(text)
+    print(f"logs of every trial: {work}", file=sys.stderr)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    meta = {"started": started.isoformat(timespec="seconds"),
+            "ended": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "cpus": os.cpu_count(), "program": "tests/testing/torch_ddp.py (gloo, 2 x 2 ranks)",
+            "launcher": args.launcher}
     with open(args.out, "w") as f:
-        json.dump(results, f, indent=1)
-    return 0 if all(r["ok"] for rs in results.values() for r in rs) else 1
+        json.dump({"meta": meta, "summary": summary, "trials": results}, f, indent=1)
+    with open(os.path.splitext(args.out)[0] + ".md", "w") as f:
+        f.write(text + "\n")
+    return 0 if all(r["ok"] for peers in results.values() for rows in peers.values()
+                    for r in rows) else 1
 
 
 if __name__ == "__main__":

@@ -100,7 +100,10 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
   restart_count_ = result.restart_count;
   const bool can_restart = result.restart_count < config_.max_restarts;  // job-wide budget
   auto on_failure = [&](const WorkerFailure& failure) {
-    if (rendezvous_ != nullptr) {
+    if (rendezvous_ == nullptr) return;
+    if (plan_.elastic && failure.agreed_hang) {
+      rendezvous_->ReportHang(result.attempt, failure);  // the server decides who goes on
+    } else {
       rendezvous_->ReportFailure(result.attempt, failure, can_restart);
     }
   };
@@ -184,6 +187,15 @@ std::optional<int> Agent::AfterFailure(AttemptResult& attempt, int number, bool 
   NoticeBlock(absl::StrCat(FormatFailureReport(rows, absl::StrCat(kLogPrefix, what, " (attempt ",
                                                                   number, "), root cause first:")),
                            FormatHangNotes(attempt.hang_notes)));
+  if (ReportedHang(attempt)) {
+    // The server decided what follows the hang this machine reported (ReportHang).
+    if (rendezvous_->evicted()) {
+      const WorkerFailure& root = attempt.failures.front();
+      Notice(FormatEviction(plan_.machine_rank, host_, root.rank));
+      return kExitWorkerFailed;
+    }
+    can_restart = can_restart && rendezvous_->restart_requested();
+  }
   if (can_restart) {
     Notice(absl::StrCat("restarting: attempt ", restart_count_ + 1, " of ",
                         config_.max_restarts + 1, " (cause: ", DescribeCause(rows.front()), ")"));
@@ -194,6 +206,15 @@ std::optional<int> Agent::AfterFailure(AttemptResult& attempt, int number, bool 
     Notice(spent);
   }
   return kExitWorkerFailed;  // the worker's own code is in the report above
+}
+
+bool Agent::ReportedHang(const AttemptResult& attempt) const {
+  if (!plan_.elastic || rendezvous_ == nullptr || attempt.end != AttemptEnd::kHang ||
+      attempt.failures.empty() || !attempt.failures.front().agreed_hang) {
+    return false;
+  }
+  rendezvous_->AwaitEvent(absl::FromChrono(defaults::kRootCauseWait));  // the server's decision
+  return true;
 }
 
 std::optional<WorkerFailure> Agent::JobRootCause(const WorkerFailure& local_root) const {

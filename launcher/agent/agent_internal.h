@@ -72,6 +72,10 @@ class Agent {
   // Returns the job's root cause when it is not `local_root` (another machine failed first and
   // ours followed), as the rendezvous says within defaults::kRootCauseWait.
   std::optional<WorkerFailure> JobRootCause(const WorkerFailure& local_root) const;
+  // Returns whether this machine reported the hang that ended `attempt` to the server (an agreed
+  // verdict naming a local rank, elastic membership), once the server's decision arrived (or
+  // defaults::kRootCauseWait passed).
+  bool ReportedHang(const AttemptResult& attempt) const;
   // Returns MASTER_PORT for a job without rendezvous server: the fixed port, or a free one.
   int MasterPort() const;
   // Returns the directory of `attempt` (error, progress and preflight files, logs), relative to

@@ -22,6 +22,12 @@ std::string FormatGenerationChange(const GenerationChange& change) {
       absl::ToDoubleSeconds(change.took));
 }
 
+std::string FormatEviction(int machine_rank, const std::string& host, int rank) {
+  return absl::StrCat("membership: machine ", machine_rank, " (host ", host.empty() ? "?" : host,
+                      ") evicted: the job's hang verdict names its rank ", rank,
+                      "; the other machines go on without it");
+}
+
 std::string DescribeSpentBudget(int restart_count, int max_restarts) {
   if (max_restarts <= 0 || restart_count < max_restarts) return "";
   return absl::StrCat("restart budget spent: max_restarts ", max_restarts, ", ", restart_count,

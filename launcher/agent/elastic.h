@@ -29,6 +29,10 @@ struct GenerationChange {
 // 0: it joined a running job) "...; world 4 (2 machines); restarts 1 of 3; joined in 0.20 s".
 std::string FormatGenerationChange(const GenerationChange& change);
 
+// Returns the line an evicted machine ends with: "membership: machine 1 (host b) evicted: the
+// job's hang verdict names its rank 3; the other machines go on without it".
+std::string FormatEviction(int machine_rank, const std::string& host, int rank);
+
 // Returns the line that ends a job whose failure found the restart budget spent: "restart budget
 // spent: max_restarts 3, 3 restarts used by the job (lost machines and failures count, on every
 // machine; machines joining do not)"; "" while restarts remain or none were allowed.

@@ -284,6 +284,13 @@ void AgentRendezvous::ReportFailure(std::int64_t attempt, const WorkerFailure& f
   }
 }
 
+void AgentRendezvous::ReportHang(std::int64_t attempt, const WorkerFailure& failure) {
+  if (const absl::Status status = client_->ReportHang(attempt, ToRootCause(failure));
+      !status.ok()) {
+    Notice(absl::StrCat("report hang to rendezvous: ", status.message()));
+  }
+}
+
 void AgentRendezvous::ReportInterrupted(std::int64_t attempt, int signal,
                                         const std::string& sender) {
   rendezvous::RootCause cause;
@@ -361,6 +368,11 @@ absl::Time AgentRendezvous::change_seen() const {
 bool AgentRendezvous::restart_requested() const {
   absl::MutexLock lock(&mu_);
   return event_.has_value() && event_->kind == rendezvous::Event::Kind::kRestart;
+}
+
+bool AgentRendezvous::evicted() const {
+  absl::MutexLock lock(&mu_);
+  return event_.has_value() && event_->kind == rendezvous::Event::Kind::kAbort && event_->evicted;
 }
 
 WorkerFailure AgentRendezvous::RemoteRootCause() const {

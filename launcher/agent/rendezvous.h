@@ -60,6 +60,9 @@ class AgentRendezvous {
 
   // Tells the server a local worker failed: a restart request when `restart`, else an abort.
   void ReportFailure(std::int64_t attempt, const WorkerFailure& failure, bool restart);
+  // Tells the server that the job's agreed hang verdict names local worker `failure`; the server
+  // decides what follows (evicted(), restart_requested(), or an abort).
+  void ReportHang(std::int64_t attempt, const WorkerFailure& failure);
   // Tells the server this launcher was interrupted by `signal` from program `sender` (aborts
   // every machine).
   void ReportInterrupted(std::int64_t attempt, int signal, const std::string& sender);
@@ -79,6 +82,8 @@ class AgentRendezvous {
 
   // The terminal event of the current watch, if one arrived.
   bool restart_requested() const;
+  // Whether the current watch's terminal event evicted this machine (the job goes on without it).
+  bool evicted() const;
   // Returns when the event that ended the previous attempt arrived (the membership change as
   // this machine learned of it); the start of the last Join when there was none.
   absl::Time change_seen() const;

@@ -26,6 +26,9 @@ struct WorkerFailure {
   std::string error_message;               // ACCEL_ERROR_FILE's "message", if written
   std::string detail;                      // e.g. "stalled at step 12 for 5s" (hang detection)
   std::vector<std::string> stderr_tail;    // last lines of its stderr, oldest first
+  // A local rank that the job's agreed hang verdict names (the same verdict on every machine:
+  // HangWatch::agreed()); under elastic membership its machine is evicted.
+  bool agreed_hang = false;
 };
 
 // Returns the "message" of the JSON error file {message, time, rank} at `path`, or "" when the

@@ -368,6 +368,7 @@ void AttemptRun::EndWithHang(const HangVerdict& verdict, bool local, absl::Time 
     if (local && w.launch.rank == verdict.rank) f = NewFailure(w, now);
   }
   f.detail = DescribeVerdict(verdict);
+  f.agreed_hang = local && hang_.agreed();
   result_.failures.push_back(f);
   if (local && on_failure_) {
     on_failure_(result_.failures.front());

@@ -67,6 +67,7 @@ Event FromProto(const v1::Event& p) {
   Event e;
   e.attempt = p.attempt();
   e.root_cause = FromProto(p.root_cause());
+  e.evicted = p.evicted();
   switch (p.kind()) {
     case v1::Event::ABORT:
       e.kind = Event::Kind::kAbort;

@@ -137,6 +137,9 @@ class GrpcRendezvousClient final : public RendezvousClient {
   absl::Status RequestRestart(std::int64_t attempt, const RootCause& cause) override {
     return SendReport(v1::ReportRequest::RESTART, attempt, cause, "request restart");
   }
+  absl::Status ReportHang(std::int64_t attempt, const RootCause& cause) override {
+    return SendReport(v1::ReportRequest::HANG, attempt, cause, "report hang");
+  }
 
  private:
   void JoinThreads() {

@@ -84,6 +84,11 @@ class RendezvousClient {
   // Asks for a new attempt after `cause` (the agent still has restarts left). Every watcher of
   // `attempt` gets kRestart with attempt + 1; agents then Join again. Idempotent per attempt.
   virtual absl::Status RequestRestart(std::int64_t attempt, const RootCause& cause) = 0;
+
+  // Reports that the job's agreed hang verdict names `cause`.rank, a rank of this machine; the
+  // server decides what follows (ReportRequest::HANG): under elastic membership this machine's
+  // watch gets kAbort with `evicted` and the others kRestart without it.
+  virtual absl::Status ReportHang(std::int64_t attempt, const RootCause& cause) = 0;
 };
 
 // Returns a client of the server at options.endpoint. Does not connect yet (Join does).

@@ -13,7 +13,9 @@
 // Elastic membership (ServerOptions::elastic, join/membership.h; coordinator_elastic.cc): an
 // attempt is a generation of between min_machines and num_machines machines; a lost machine
 // restarts the attempt without it (drawing on the job-wide restart budget) instead of aborting,
-// and a machine that joins a running attempt restarts it with the joiner.
+// a machine whose rank the job's hang verdict names is evicted the same way (it reports the
+// verdict, the server decides), and a machine that joins a running attempt restarts it with the
+// joiner.
 //
 // Time comes in as arguments (`now`) and Tick(now) fires what is due, so tests and the fuzzer
 // drive it deterministically; the server calls Tick from one timer thread.
@@ -187,6 +189,11 @@ class JoinCoordinator {
   // it, or the job ends (machine 0 lost, the budget spent, a machine already finished).
   void LostElasticLocked(int rank, v1::RootCause cause, std::string_view why, Outbox& out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job's agreed hang verdict names `cause`.rank(), a rank of machine `rank` (its report):
+  // past the restart budget the job ends; under elastic membership machine `rank` is evicted
+  // (told so alone) and the others restart without it; machine 0 (it hosts the rendezvous) or a
+  // fixed job restarts every machine. Counted either way.
+  void HangLocked(int rank, v1::RootCause cause, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `joiner` waits while an elastic attempt runs: the attempt restarts to let it in.
   void ScaleUpLocked(const JoinedMachine& joiner, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records who is in the attempt just completed (for the next change's description).

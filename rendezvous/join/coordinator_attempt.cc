@@ -208,6 +208,9 @@ absl::Status JoinCoordinator::Report(const v1::ReportRequest& request, absl::Tim
         RestartLocked(cause, /*counted=*/true, std::move(survivors), out);
         break;
       }
+      case v1::ReportRequest::HANG:
+        if (phase_ == Phase::kRunning) HangLocked(request.machine_rank(), std::move(cause), out);
+        break;
       default:
         return absl::InvalidArgumentError(
             absl::StrCat("report to rendezvous: unknown kind ", request.kind()));

@@ -81,6 +81,40 @@ void JoinCoordinator::LostElasticLocked(int rank, v1::RootCause cause, std::stri
   RestartLocked(cause, /*counted=*/true, std::move(survivors), out);
 }
 
+void JoinCoordinator::HangLocked(int rank, v1::RootCause cause, Outbox& out) {
+  if (restarts_ >= options_.elastic.max_restarts) {
+    cause.set_message(
+        BudgetSpentMessage(cause.message(), options_.elastic.max_restarts, restarts_));
+    AbortLocked(cause, out);
+    return;
+  }
+  std::set<int> everyone;
+  for (const auto& [member_rank, member] : members_) everyone.insert(member_rank);
+  if (!ElasticLocked() || rank == 0) {  // nobody can leave: the hung worker restarts with the rest
+    RestartLocked(cause, /*counted=*/true, std::move(everyone), out);
+    return;
+  }
+  if (std::any_of(members_.begin(), members_.end(), [](const auto& m) { return m.second.done; })) {
+    AbortLocked(cause, out);  // a machine that finished cannot train again
+    return;
+  }
+  // Machine `rank` alone hears that it is evicted; the others restart without it.
+  Member& evicted = members_.at(rank);
+  if (evicted.sink) {
+    v1::Event event;
+    event.set_kind(v1::Event::ABORT);
+    event.set_attempt(attempt_);
+    event.set_evicted(true);
+    *event.mutable_root_cause() = cause;
+    out.events.emplace_back(std::move(evicted.sink), std::move(event));
+  }
+  evicted.told = true;
+  evicted.watch_id = 0;
+  everyone.erase(rank);
+  why_left_[rank] = absl::StrCat("evicted: the job's hang verdict names its rank ", cause.rank());
+  RestartLocked(cause, /*counted=*/true, std::move(everyone), out);
+}
+
 void JoinCoordinator::ScaleUpLocked(const JoinedMachine& joiner, Outbox& out) {
   if (std::any_of(members_.begin(), members_.end(), [](const auto& m) { return m.second.done; })) {
     return;  // finishing: the joiner waits, and times out unless a new attempt forms

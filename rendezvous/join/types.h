@@ -91,6 +91,9 @@ struct Event {
   // kServerLost: the server stopped answering heartbeats (down, or the network is), rather than
   // its connection closing (the server process is gone).
   bool server_unreachable = false;
+  // kAbort sent to this machine alone: the job's hang verdict named its rank and the job goes on
+  // without it (elastic membership); root_cause is that verdict.
+  bool evicted = false;
 };
 
 // Returns the store namespace of `attempt` of `run_id`: workers pass it to ConnectStore.

@@ -13,7 +13,14 @@ machines, machine 1 killed (launcher and workers, SIGKILL) or started late.
                     on the fourth kill, naming the spent budget
   elastic-link-down machine 1's link down (train.bin, --min_machines 1): machine 0 goes on at world
                     2 once the heartbeats lose machine 1; machine 1 ends with exit 3
+  elastic-hang-evict a worker of machine 1 SIGSTOPped (train.bin with steps of milliseconds,
+                    --nnodes 1:2, --hang_timeout 5; ranks 2 and 3 in turn): the job's hang verdict
+                    names it, machine 1 is evicted (its launcher says so, names the stopped rank as
+                    the root cause, leaves no process and exits 1) and machine 0 goes on at world
+                    2; the trial's seconds run from the stop to machine 0's first step at world 2
+  elastic-hang-evict-model  the same with the fault suite's model (--batch-size 8)
 """
+import itertools
 import os
 import re
 import signal
@@ -24,6 +31,7 @@ from python_scenarios import have_torch
 from scenarios import Outcome, Skipped, has
 from job import FOREVER, TRAIN_ARGS
 
+HANG_TIMEOUT = 5
 LOST_M1 = r"machine 1 \(host \S+\) left: lost: its connection to the rendezvous server closed"
 
 
@@ -225,10 +233,54 @@ def elastic_link_down(ctx):
     return Outcome(seconds, ended, said, ok, note)
 
 
+def hang_evict(batch_size: int):
+    turn = itertools.count()
+
+    def scenario(ctx):
+        rank = 2 + next(turn) % 2
+        job = ctx.job(f"elastic-hang-evict-b{batch_size}")
+        options = ["--rdzv_token_file", job.token_file("token", "s3cret"), "--nnodes", "1:2",
+                   "--max_restarts", "3", "--hang_timeout", str(HANG_TIMEOUT)]
+        args = list(TRAIN_ARGS)
+        args[args.index("--batch-size") + 1] = str(batch_size)
+        failed = start_both(job, options, [ctx.tools.train] + args + ["--steps", str(FOREVER)])
+        if failed:
+            return failed
+        worker = ctx.cluster.workers(os.path.basename(ctx.tools.train))[rank]
+        stopped = time.monotonic()
+        os.kill(worker, signal.SIGSTOP)
+        bound = HANG_TIMEOUT + 10
+        stepped = wait_for(
+            lambda: all(job.progress_step(0, r, attempt=1) >= 1 for r in (0, 1)), bound, 0.02)
+        seconds = time.monotonic() - stopped
+        m1_ended = wait_for(lambda: job.procs[1].poll() is not None and not ctx.cluster.pids(1),
+                            10, 0.05)
+        went_on = stepped and wait_for(
+            lambda: all(job.progress_step(0, r, attempt=1) >= 20 for r in (0, 1)), 30, 0.05)
+        m1, m0 = job.log(1), job.log(0)
+        evicted = has(m1, rf"membership: machine 1 \(host \S+\) evicted: the job's hang verdict "
+                          rf"names its rank {rank}; the other machines go on without it")
+        root_ok = (has(job.root_cause(1), rf"root cause\s+1\s+\S+\s+{rank}\s") and
+                   f"hang: rank {rank} (machine 1) is stopped" in job.root_cause(1) and
+                   has(m0, rf"membership: generation 1: machine 1 \(host \S+\) left: evicted: "
+                           rf"the job's hang verdict names its rank {rank}; world 4 -> 2 "
+                           r"\(1 machine\); restarts 1 of 3"))
+        ended = stop(job)
+        ok = stepped and went_on and m1_ended and evicted and job.codes[1] == 1
+        note = f"stopped rank {rank}" + ("" if ok and root_ok else (
+            f"; stepped {stepped} went_on {went_on} m1 ended {m1_ended} evicted {evicted} "
+            f"codes {job.codes}; m1 tail {m1[-700:]!r}; m0 tail {m0[-500:]!r}"))
+        return Outcome(seconds, ended, root_ok, ok, note)
+
+    return scenario
+
+
 ELASTIC_SCENARIOS = {
     "elastic-link-down": elastic_link_down,
     "elastic-python": elastic_python,
     "elastic-scale-up": elastic_scale_up,
     "elastic-below-min": elastic_below_min,
     "elastic-budget": elastic_budget,
+    "elastic-hang-evict": hang_evict(2),  # steps of milliseconds (issue 25's measurement)
+    "elastic-hang-evict-model": hang_evict(8),  # the fault suite's model
 }

@@ -18,7 +18,7 @@ namespace accel::rendezvous {
 class FakeRendezvousClient : public RendezvousClient {
  public:
   struct Report {
-    enum class Kind { kFailure, kDone, kRestart };
+    enum class Kind { kFailure, kDone, kRestart, kHang };
     Kind kind;
     std::int64_t attempt;
     RootCause cause;
@@ -76,6 +76,9 @@ class FakeRendezvousClient : public RendezvousClient {
   }
   absl::Status RequestRestart(std::int64_t attempt, const RootCause& cause) override {
     return Record(Report::Kind::kRestart, attempt, cause);
+  }
+  absl::Status ReportHang(std::int64_t attempt, const RootCause& cause) override {
+    return Record(Report::Kind::kHang, attempt, cause);
   }
 
  private:

@@ -37,5 +37,12 @@ TEST(ElasticTest, TheBudgetIsNamedOnlyWhenSpent) {
             "failures count, on every machine; machines joining do not)");
 }
 
+TEST(ElasticTest, AnEvictedMachineSaysWhoAndWhy) {
+  EXPECT_EQ(FormatEviction(1, "b", 3),
+            "membership: machine 1 (host b) evicted: the job's hang verdict names its rank 3; the "
+            "other machines go on without it");
+  EXPECT_EQ(FormatEviction(2, "", 5).substr(0, 31), "membership: machine 2 (host ?) ");
+}
+
 }  // namespace
 }  // namespace accel::launcher

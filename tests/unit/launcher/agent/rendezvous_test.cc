@@ -175,6 +175,39 @@ TEST_F(AgentRendezvousTest, FailuresAreReportedAsAbortOrRestart) {
   EXPECT_EQ(back.exit.signal, 9);
 }
 
+TEST_F(AgentRendezvousTest, AnAgreedHangIsReportedAndTheServerSaysWhetherThisMachineIsEvicted) {
+  WorkerFailure f;
+  f.machine_rank = 1;
+  f.rank = 3;
+  f.local_rank = 1;
+  f.pid = 99;
+  f.detail = "hang: rank 3 (machine 1) is stopped";
+  f.agreed_hang = true;
+  agent_->ReportHang(2, f);
+  ASSERT_EQ(fake_->reports().size(), 1u);
+  EXPECT_EQ(fake_->reports()[0].kind, FakeRendezvousClient::Report::Kind::kHang);
+  EXPECT_EQ(fake_->reports()[0].cause.rank, 3);
+  EXPECT_THAT(fake_->reports()[0].cause.message, HasSubstr("hang: rank 3 (machine 1) is stopped"));
+
+  ASSERT_TRUE(agent_->Join(*signals_, *abort_).ok());
+  Event evicted;
+  evicted.kind = Event::Kind::kAbort;
+  evicted.evicted = true;
+  evicted.root_cause.rank = 3;
+  ASSERT_TRUE(fake_->Deliver(evicted));
+  EXPECT_TRUE(AbortFired());
+  EXPECT_TRUE(agent_->evicted());
+  EXPECT_FALSE(agent_->restart_requested());
+
+  ASSERT_TRUE(agent_->Join(*signals_, *abort_).ok());  // another machine: the others restart
+  Event restart;
+  restart.kind = Event::Kind::kRestart;
+  restart.attempt = 3;
+  ASSERT_TRUE(fake_->Deliver(restart));
+  EXPECT_FALSE(agent_->evicted());
+  EXPECT_TRUE(agent_->restart_requested());
+}
+
 TEST_F(AgentRendezvousTest, FinishedMachineWaitsForDoneOrTheOthersFailure) {
   ASSERT_TRUE(agent_->Join(*signals_, *abort_).ok());
   std::thread server([this] {
