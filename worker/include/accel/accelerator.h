@@ -215,17 +215,19 @@ class Accelerator {
   }
 
   // --- state --------------------------------------------------------------------------------
-  // Saves prepared modules, registered optimizers, the loss scaler, the step counters and every
-  // rank's RNG state under `dir`, written into "<dir>.tmp" and then renamed, so a crash at any
-  // point leaves the last complete checkpoint in "<dir>" or "<dir>.old". Collective. `dir` must
-  // be on a filesystem every local rank sees; machines may share it (one process writes the
-  // shared files) or each have their own.
+  // Saves prepared modules, registered optimizers, the loss scaler, the step counters, the data
+  // position of the last prepared loader and every rank's RNG state under `dir`, written into
+  // "<dir>.tmp" and then renamed, so a crash at any point leaves the last complete checkpoint in
+  // "<dir>" or "<dir>.old". Collective. `dir` must be on a filesystem every local rank sees;
+  // machines may share it (one process writes the shared files) or each have their own.
   void save_state(const std::string& dir);
   // Returns whether every rank finds a checkpoint to resume from under `dir` ("<dir>", or
   // "<dir>.old" when a crash interrupted a save): load_state's rule. Collective.
   bool has_state(const std::string& dir);
-  // Restores what save_state wrote (same world size, same modules and optimizers, in the same
-  // order): the newest checkpoint every rank has, from "<dir>" or "<dir>.old". Collective.
+  // Restores what save_state wrote (same modules and optimizers, in the same order; any world
+  // size): the newest checkpoint every rank has, from "<dir>" or "<dir>.old". The last prepared
+  // loader continues where the checkpoint's data stood (its epoch: loader.sampler().epoch()),
+  // split over this world; a rank the saving world did not have keeps its own RNG. Collective.
   void load_state(const std::string& dir);
 
   // --- elastic: in-place recovery (docs/libaccel.md "In-place recovery") ---------------------
