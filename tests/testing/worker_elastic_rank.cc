@@ -11,12 +11,14 @@
 // MODE load: load_state(CKPT_DIR) (saved at another world size), train to the end.
 // Every rank appends "epoch step index..." per completed step to OUT_DIR/record_<TAG>_<rank at
 // start>.txt; rank 0 writes its parameters to OUT_DIR/params_<TAG>.bin at the end; each rank
-// prints "start pid P rank R world W" and "end pid P rank R world W steps S".
+// prints "start pid P rank R world W", "recovered step S at unix ms T" (the first step completed
+// after recover()) and "end pid P rank R world W steps S generation G".
 #include <signal.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -91,6 +93,7 @@ int Run(const std::string& out_dir, const std::string& tag, const std::string& m
   std::ofstream record(out_dir + "/record_" + tag + "_" + std::to_string(first_rank) + ".txt",
                        std::ios::app);
   std::vector<std::int64_t> window;  // the samples of the step in flight
+  bool recovered = false;
   for (;;) {
     try {
       for (std::int64_t epoch = loader.sampler().epoch(); epoch < kEpochs; ++epoch) {
@@ -111,6 +114,14 @@ int Run(const std::string& out_dir, const std::string& tag, const std::string& m
           for (std::int64_t i : window) record << " " << i;
           record << std::endl;
           window.clear();
+          if (recovered) {  // the first step completed at the new world
+            recovered = false;
+            std::cout << "recovered step " << acc.step_count() << " at unix ms "
+                      << std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count()
+                      << std::endl;
+          }
           if (mode == "save" && acc.step_count() == step) {
             acc.save_state(ckpt);
             std::cout << "saved at step " << step << std::endl;
@@ -124,6 +135,7 @@ int Run(const std::string& out_dir, const std::string& tag, const std::string& m
                 << " caught: " << e.what() << std::endl;
       window.clear();
       if (!acc.recover()) throw;
+      recovered = true;
     }
   }
   if (acc.is_main_process()) {

@@ -109,8 +109,12 @@ void PrepareDdp(AcceleratorState& s) {
 }
 
 void ConnectGroup(AcceleratorState& s, std::int64_t attempt, const std::string& prefix) {
-  worker::GroupSpec spec{s.rank, s.world, prefix, s.options.connect_timeout,
-                         s.options.shared_memory};
+  worker::GroupSpec spec{s.rank,
+                         s.world,
+                         prefix,
+                         s.options.connect_timeout,
+                         s.options.shared_memory,
+                         !s.options.generation_file.empty()};
   std::unique_ptr<worker::Kv> kv;
   if (s.world > 1 && s.backend != Backend::kMpi) {
     if (s.options.store_endpoint.empty()) {

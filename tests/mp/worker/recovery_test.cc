@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -153,6 +154,7 @@ TEST_P(WorkerRecoveryTest, ScaleDownInPlaceEqualsCheckpointResumedAtTheSmallerWo
     dead = fs::exists(dir_ + "/dead_4") && fs::exists(dir_ + "/dead_5");
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  const auto noticed = std::chrono::system_clock::now();
   if (dead) {
     for (int m = 0; m < 2; ++m) WriteGeneration(m, MakeGeneration(1, 2, m));
   }
@@ -172,6 +174,19 @@ TEST_P(WorkerRecoveryTest, ScaleDownInPlaceEqualsCheckpointResumedAtTheSmallerWo
     EXPECT_EQ(first[1], last[1]) << "rank " << r << " is not the same process";
     EXPECT_EQ(first[2], last[2]) << "rank " << r << " changed rank";
   }
+  // Every survivor completed a step at world 4 soon after the loss: well inside the 10 s collective
+  // deadline, so no survivor sat out a Gloo call on a peer that was gone or had moved on.
+  const std::regex recovered_line("recovered step \\d+ at unix ms (\\d+)");
+  double slowest = 0;
+  for (int r = 0; r < 4; ++r) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(elastic[r].output, m, recovered_line)) << elastic[r].output;
+    const auto at =
+        std::chrono::system_clock::time_point(std::chrono::milliseconds(std::stoll(m[1])));
+    slowest = std::max(slowest, std::chrono::duration<double>(at - noticed).count());
+  }
+  std::printf("loss noticed -> every survivor's first step at world 4: %.2f s\n", slowest);
+  EXPECT_LT(slowest, 8.0);
   if (const auto at = elastic[0].output.find("[accel] generation 1"); at != std::string::npos) {
     std::printf("%s\n",
                 elastic[0].output.substr(at, elastic[0].output.find('\n', at) - at).c_str());
