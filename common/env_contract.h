@@ -62,6 +62,12 @@ inline constexpr char kCollectiveTimeoutMs[] = "ACCEL_COLLECTIVE_TIMEOUT_MS";
 // rendezvous from, or local_addr / network_interface): collectives bind there. Unset on a
 // single-machine job, where everything talks over loopback.
 inline constexpr char kLocalAddr[] = "ACCEL_LOCAL_ADDR";
+// Elastic jobs (min_machines < num_machines): a file the launcher replaces (write + rename) at
+// every membership change, "key=value" lines (generation, world, base_rank, group_rank,
+// group_world, local_world, store_attempt, master_port); a libaccel worker whose program calls
+// Accelerator::recover() regroups with it in place (docs/libaccel.md "In-place recovery"; the
+// launcher does not set it yet: tests play the launcher).
+inline constexpr char kGenerationFile[] = "ACCEL_GENERATION_FILE";
 // libaccel's own switches, read by Options::FromEnv (the launcher passes them through):
 // DDP overlap (auto | on | off) and the shared-memory all-reduce (auto | on | off).
 inline constexpr char kOverlap[] = "ACCEL_OVERLAP";

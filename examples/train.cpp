@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -153,26 +154,45 @@ Job PrepareJob(const TrainFlags& flags, Accelerator& acc, const Dataset& set) {
   return Job{model, std::move(optimizer), std::move(loader)};
 }
 
-// Where training starts and how many optimizer steps it runs to.
-struct StepRange {
-  SchedulePosition start;
-  std::int64_t total_steps = 0;
-};
+// How many optimizer steps the run takes at this world size (for the progress line; --epochs
+// runs end with the last epoch, whatever the world size did meanwhile).
+std::int64_t TotalSteps(const TrainFlags& flags, const Accelerator& acc, const DataLoader& loader) {
+  if (flags.steps > 0) return flags.steps;
+  return flags.epochs * StepsPerEpoch(loader.size(), acc.gradient_accumulation_steps());
+}
 
 // Resumes from --checkpoint_dir when --resume finds a checkpoint there by load_state's rule (the
-// directory, or "<dir>.old" after a crash mid-save); returns the steps left to run.
-StepRange ResumeOrStart(const TrainFlags& flags, Accelerator& acc, const DataLoader& loader) {
-  const int accumulation = acc.gradient_accumulation_steps();
-  StepRange range;
-  const std::int64_t per_epoch = StepsPerEpoch(loader.size(), accumulation);
-  range.total_steps = flags.steps > 0 ? flags.steps : flags.epochs * per_epoch;
+// directory, or "<dir>.old" after a crash mid-save); the loader then continues where the
+// checkpoint's data stood, at this world size.
+void ResumeIfAsked(const TrainFlags& flags, Accelerator& acc) {
   if (flags.resume && acc.has_state(flags.checkpoint_dir)) {
     acc.load_state(flags.checkpoint_dir);
-    range.start = PositionAfter(acc.step_count(), loader.size(), accumulation);
     acc.print("resumed from ", flags.checkpoint_dir, " at step ", acc.step_count());
   }
-  return range;
 }
+
+// --sample-record: which samples each completed step trained on, one line per step.
+class SampleRecord {
+ public:
+  SampleRecord(const std::string& path, int rank) {
+    if (!path.empty()) out_.open(path + "." + std::to_string(rank), std::ios::app);
+  }
+  void Fetched(const std::vector<std::int64_t>& indices) {
+    if (out_.is_open()) window_.insert(window_.end(), indices.begin(), indices.end());
+  }
+  void Completed(std::int64_t epoch, std::int64_t step) {
+    if (!out_.is_open()) return;
+    out_ << epoch << " " << step;
+    for (std::int64_t i : window_) out_ << " " << i;
+    out_ << std::endl;
+    window_.clear();
+  }
+  void Dropped() { window_.clear(); }
+
+ private:
+  std::ofstream out_;
+  std::vector<std::int64_t> window_;
+};
 
 // Samples per second since the clock last (re)started: at the start, then after --warmup steps.
 class Throughput {
@@ -202,48 +222,67 @@ struct RunResult {
   double first_loss = -1;  // the first optimizer step's
 };
 
-// Trains over `range`: progress on the main process, a checkpoint every --save_every steps.
-RunResult RunSteps(const TrainFlags& flags, const StepRange& range, Accelerator& acc, Job& job) {
+// Trains --steps steps or --epochs epochs: progress on the main process, a checkpoint every
+// --save-every steps. Elastic: a membership change throws out of a step; Accelerator::recover()
+// regroups in place and the loop goes on from the last completed step.
+RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job) {
   ProgressView progress(stdout, isatty(STDOUT_FILENO) == 1);
   const bool show_scale = acc.mixed_precision() == MixedPrecision::kFp16;
-  const std::int64_t samples_per_step = static_cast<std::int64_t>(flags.batch_size) *
-                                        acc.gradient_accumulation_steps() * acc.num_processes();
-  Throughput throughput(samples_per_step, acc.step_count());
+  Throughput throughput(static_cast<std::int64_t>(flags.batch_size) *
+                            acc.gradient_accumulation_steps() * acc.num_processes(),
+                        acc.step_count());
+  SampleRecord record(flags.sample_record, acc.process_index());
   RunResult result;
   double last_loss = 0;
   auto sample = [&] {
-    return ProgressSample{acc.step_count(), range.total_steps, last_loss,
+    return ProgressSample{acc.step_count(), TotalSteps(flags, acc, job.loader), last_loss,
                           throughput.Rate(acc.step_count()), show_scale ? acc.loss_scale() : 0};
   };
-  for (std::int64_t epoch = range.start.epoch; acc.step_count() < range.total_steps; ++epoch) {
-    job.loader.set_epoch(epoch);
-    std::int64_t batch_index = 0;
-    for (const auto& batch : job.loader) {
-      if (epoch == range.start.epoch && batch_index++ < range.start.batch) continue;
-      auto sync = acc.accumulate(job.model);
-      auto loss = acc.autocast([&] {
-        return torch::nn::functional::cross_entropy(job.model->forward(batch.data), batch.target);
-      });
-      acc.backward(loss);
-      if (flags.max_grad_norm > 0) acc.clip_grad_norm(flags.max_grad_norm);
-      acc.step(*job.optimizer);  // false on a micro-step and on a step skipped by fp16 overflow
-      if (!sync.sync_gradients()) continue;
-      const std::int64_t step = acc.step_count();
-      const bool warmup_end = flags.warmup > 0 && step == flags.warmup;
-      const bool last = step >= range.total_steps;
-      // Reading the loss waits for the device: every --log-every steps, and where the clock needs
-      // the device idle (the end of warm-up, the last step).
-      if (result.first_loss < 0 || warmup_end || last ||
-          (flags.log_every > 0 && step % flags.log_every == 0)) {
-        last_loss = loss.item<double>();
-        if (result.first_loss < 0) result.first_loss = last_loss;
-        if (acc.is_main_process()) progress.Update(sample());
+  auto done = [&] { return flags.steps > 0 && acc.step_count() >= flags.steps; };
+  for (;;) {
+    try {
+      for (std::int64_t epoch = job.loader.sampler().epoch();
+           !done() && (flags.steps > 0 || epoch < flags.epochs); ++epoch) {
+        job.loader.set_epoch(epoch);
+        const std::int64_t batches = job.loader.size();
+        std::int64_t batch_index = 0;
+        for (const auto& batch : job.loader) {
+          const bool last_batch = ++batch_index == batches;
+          record.Fetched(job.loader.last_indices());
+          auto sync = acc.accumulate(job.model);
+          auto loss = acc.autocast([&] {
+            return torch::nn::functional::cross_entropy(job.model->forward(batch.data),
+                                                        batch.target);
+          });
+          acc.backward(loss);
+          if (flags.max_grad_norm > 0) acc.clip_grad_norm(flags.max_grad_norm);
+          acc.step(*job.optimizer);  // false on a micro-step and on a step skipped by overflow
+          if (!sync.sync_gradients()) continue;
+          const std::int64_t step = acc.step_count();
+          record.Completed(epoch, step);
+          const bool warmup_end = flags.warmup > 0 && step == flags.warmup;
+          const bool last = done() || (flags.steps == 0 && last_batch && epoch + 1 == flags.epochs);
+          // Reading the loss waits for the device: every --log-every steps, and where the clock
+          // needs the device idle (the end of warm-up, the last step).
+          if (result.first_loss < 0 || warmup_end || last ||
+              (flags.log_every > 0 && step % flags.log_every == 0)) {
+            last_loss = loss.item<double>();
+            if (result.first_loss < 0) result.first_loss = last_loss;
+            if (acc.is_main_process()) progress.Update(sample());
+          }
+          if (warmup_end) throughput.Restart(step);
+          if (!flags.checkpoint_dir.empty() && flags.save_every > 0 &&
+              step % flags.save_every == 0) {
+            acc.save_state(flags.checkpoint_dir);
+          }
+          if (last) break;
+        }
       }
-      if (warmup_end) throughput.Restart(step);
-      if (!flags.checkpoint_dir.empty() && flags.save_every > 0 && step % flags.save_every == 0) {
-        acc.save_state(flags.checkpoint_dir);
-      }
-      if (last) break;
+      break;
+    } catch (const Error&) {
+      record.Dropped();
+      if (!acc.recover()) throw;  // not an elastic membership change: fail as before
+      throughput.Restart(acc.step_count());
     }
   }
   result.last = sample();
@@ -277,8 +316,8 @@ int Train(const TrainFlags& flags) {
     set->target = set->target.to(acc.device());
   }
   Job job = PrepareJob(flags, acc, *set);
-  const StepRange range = ResumeOrStart(flags, acc, job.loader);
-  const RunResult result = RunSteps(flags, range, acc, job);
+  ResumeIfAsked(flags, acc);
+  const RunResult result = RunSteps(flags, acc, job);
   if (!flags.checkpoint_dir.empty()) acc.save_state(flags.checkpoint_dir);
   PrintSummary(acc, result, *job.model);
   return accel::kExitOk;

@@ -38,6 +38,10 @@ std::string TrainUsage() {
   --lr X --optimizer sgd|adamw --max-grad-norm X
   --grad-accum N             micro-steps per optimizer step (default: from accel-launch)
   --checkpoint-dir DIR --resume --save-every N
+                             (--resume continues the data where the checkpoint stood, also at
+                             another world size)
+  --sample-record PATH       each process appends "epoch step index..." per completed step to
+                             PATH.<its rank at start> (which samples each step trained on)
   --warmup N                 steps left out of samples/s (default 0)
   --seed N                   data, teacher and init seed (default 0)
   --no-overlap               all-reduce after backward instead of during it (benchmarks)
@@ -92,6 +96,7 @@ std::optional<TrainFlags> ParseTrainFlags(const std::vector<std::string>& args,
          return ok;
        }},
       {"checkpoint-dir", str(&flags.checkpoint_dir)},
+      {"sample-record", str(&flags.sample_record)},
       {"save-every", num(&flags.save_every)},
       {"warmup", num(&flags.warmup)},
       {"seed", num(&flags.seed)},

@@ -87,10 +87,13 @@ bool ResolveOverlap(const internal::AcceleratorState& s) {
   return on;
 }
 
-// (Re)builds the one GradSync over every prepared module's trainable parameters.
-void PrepareDdp(internal::AcceleratorState& s) {
+}  // namespace
+
+namespace internal {
+
+void PrepareDdp(AcceleratorState& s) {
   std::vector<at::Tensor> trainable;
-  for (const auto& p : internal::PreparedParameters(s)) {
+  for (const auto& p : PreparedParameters(s)) {
     if (p.requires_grad()) trainable.push_back(p);
   }
   s.grad_sync.reset();  // its hooks go before the new ones are added
@@ -106,7 +109,46 @@ void PrepareDdp(internal::AcceleratorState& s) {
   s.grad_sync = std::make_unique<worker::GradSync>(std::move(trainable), *s.ddp_comm, gs);
 }
 
-}  // namespace
+void ConnectGroup(AcceleratorState& s, std::int64_t attempt, const std::string& prefix) {
+  worker::GroupSpec spec{s.rank,
+                         s.world,
+                         prefix,
+                         s.options.connect_timeout,
+                         s.options.shared_memory,
+                         !s.options.generation_file.empty()};
+  std::unique_ptr<worker::Kv> kv;
+  if (s.world > 1 && s.backend != Backend::kMpi) {
+    if (s.options.store_endpoint.empty()) {
+      throw Error("create accelerator", "rank " + std::to_string(s.rank),
+                  "world size " + std::to_string(s.world) +
+                      " needs a rendezvous store: set ACCEL_STORE_ENDPOINT (accel-launch does)");
+    }
+    kv = worker::OpenKv(s.options.store_endpoint, s.options.rdzv_token, s.options.run_id,
+                        static_cast<int>(attempt));
+  }
+  std::unique_ptr<Communicator> comm =
+      worker::MakeCommunicator(s.backend, s.device, spec, kv.get());
+  if (s.progress) comm = worker::WithProgress(std::move(comm), s.progress);
+  // Every collective but the DDP buckets' (which use the communicator underneath) first waits for
+  // the buckets launched before it: issued from inside backward, it keeps one order on every rank.
+  auto ordered = std::make_unique<worker::OrderedCommunicator>(std::move(comm), [&s] {
+    if (s.grad_sync) s.grad_sync->OrderCollective();
+  });
+  std::lock_guard<std::mutex> lock(s.comm_mu);
+  s.kv = std::move(kv);
+  s.ddp_comm = &ordered->inner();
+  s.comm = std::move(ordered);
+}
+
+void ResumeData(AcceleratorState& s, std::int64_t epoch, std::int64_t position) {
+  if (!s.sampler) return;
+  s.sampler->Resume(epoch, position, s.world, s.rank);
+  s.pass_id = -1;  // the next batch starts a pass there
+  s.pass_done = 0;
+  s.window_samples = 0;
+}
+
+}  // namespace internal
 
 Accelerator::Accelerator() : Accelerator(Options::FromEnv()) {}
 
@@ -146,42 +188,24 @@ Accelerator::Accelerator(Options options) : state_(std::make_unique<internal::Ac
                      s.device);
   }
 
-  const int group = g_groups.fetch_add(1);
-  worker::GroupSpec spec{s.rank, s.world, "pg" + std::to_string(group) + "/",
-                         options.connect_timeout, options.shared_memory};
-  const Backend backend = worker::ChooseBackend(options.backend, s.device, s.world_from_mpi);
-  if (s.world > 1 && (backend == Backend::kGloo || backend == Backend::kMpi) &&
+  s.group_id = g_groups.fetch_add(1);
+  s.backend = worker::ChooseBackend(options.backend, s.device, s.world_from_mpi);
+  if (s.world > 1 && (s.backend == Backend::kGloo || s.backend == Backend::kMpi) &&
       s.device.is_cuda()) {
     throw Error(
         "create accelerator", "",
-        std::string("backend ") + ToString(backend) +
+        std::string("backend ") + ToString(s.backend) +
             " takes CPU tensors but the device is CUDA: use nccl or ACCELERATE_USE_CPU=true");
   }
-  if (s.world > 1 && backend != Backend::kMpi) {
-    if (options.store_endpoint.empty()) {
-      throw Error("create accelerator", "rank " + std::to_string(s.rank),
-                  "world size " + std::to_string(s.world) +
-                      " needs a rendezvous store: set ACCEL_STORE_ENDPOINT (accel-launch does)");
-    }
-    s.kv = worker::OpenKv(options.store_endpoint, options.rdzv_token, options.run_id,
-                          EnvInt(env::kRestartCount, 0));
-  }
-  s.comm = worker::MakeCommunicator(backend, s.device, spec, s.kv.get());
   if (!options.progress_file.empty()) {
     s.progress = std::make_shared<worker::ProgressFile>(options.progress_file);
-    s.comm = worker::WithProgress(std::move(s.comm), s.progress);
   }
-  // Every collective but the DDP buckets' (which use the communicator underneath) first waits for
-  // the buckets launched before it: issued from inside backward, it keeps one order on every rank.
-  auto ordered =
-      std::make_unique<worker::OrderedCommunicator>(std::move(s.comm), [state = state_.get()] {
-        if (state->grad_sync) state->grad_sync->OrderCollective();
-      });
-  s.ddp_comm = &ordered->inner();
-  s.comm = std::move(ordered);
+  internal::ConnectGroup(s, EnvInt(env::kRestartCount, 0), "pg" + std::to_string(s.group_id) + "/");
+  internal::StartGenerationWatch(s);
 }
 
 Accelerator::~Accelerator() {
+  state_->watch.reset();  // it aborts the communicator: stop it first
   // GradSync hooks reference the communicator: drop them first.
   state_->grad_sync.reset();
 }
@@ -230,17 +254,38 @@ torch::optim::Optimizer& Accelerator::prepare(torch::optim::Optimizer& optimizer
   return optimizer;
 }
 
-DataLoader Accelerator::prepare_loader(at::Tensor data, at::Tensor target, std::int64_t batch_size,
-                                       bool shuffle, std::uint64_t seed) {
-  const std::int64_t size = data.size(0);
-  return DataLoader(DistributedSampler(size, num_processes(), process_index(), shuffle, seed),
-                    batch_size, DataLoader::TensorFetch(std::move(data), std::move(target)),
-                    device(), [this](bool last, std::int64_t samples) { OnBatch(last, samples); });
+std::shared_ptr<DistributedSampler> Accelerator::MakeSampler(std::int64_t size, bool shuffle,
+                                                             std::uint64_t seed) {
+  auto sampler =
+      std::make_shared<DistributedSampler>(size, num_processes(), process_index(), shuffle, seed);
+  state_->sampler = sampler;  // the loader recover() and save_state follow
+  state_->pass_id = -1;
+  return sampler;
 }
 
-void Accelerator::OnBatch(bool last, std::int64_t samples) {
-  state_->end_of_data = last;
-  if (state_->progress) state_->progress->AddSamples(samples);
+DataLoader Accelerator::prepare_loader(at::Tensor data, at::Tensor target, std::int64_t batch_size,
+                                       bool shuffle, std::uint64_t seed) {
+  std::shared_ptr<DistributedSampler> sampler = MakeSampler(data.size(0), shuffle, seed);
+  const DistributedSampler* key = sampler.get();
+  return DataLoader(std::move(sampler), batch_size,
+                    DataLoader::TensorFetch(std::move(data), std::move(target)), device(),
+                    [this, key](bool last, std::int64_t samples) { OnBatch(key, last, samples); });
+}
+
+void Accelerator::OnBatch(const DistributedSampler* sampler, bool last, std::int64_t samples) {
+  auto& s = *state_;
+  s.end_of_data = last;
+  if (s.progress) s.progress->AddSamples(samples);
+  if (sampler != s.sampler.get()) return;  // an older loader's: not followed
+  if (s.sampler->pass() != s.pass_id) {    // the first batch of a pass
+    s.pass_id = s.sampler->pass();
+    s.pass_epoch = s.sampler->epoch();
+    s.pass_start = s.sampler->start();
+    s.pass_world = s.sampler->num_replicas();
+    s.pass_done = 0;
+    s.window_samples = 0;
+  }
+  s.window_samples += samples;
 }
 
 AccumulateGuard Accelerator::accumulate() {

@@ -8,21 +8,30 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "accel/communicator.h"
+#include "accel/data.h"
 #include "accel/options.h"
 #include "worker/src/amp/loss_scaler.h"
 #include "worker/src/ddp/grad_sync.h"
+#include "worker/src/elastic/generation.h"
 #include "worker/src/progress_file.h"
 #include "worker/src/store/kv.h"
 
 namespace torch::optim {
 class Optimizer;
 }  // namespace torch::optim
+namespace torch::serialize {
+class InputArchive;
+class OutputArchive;
+}  // namespace torch::serialize
 
 namespace accel::internal {
 
@@ -35,9 +44,13 @@ struct AcceleratorState {
   c10::Device device{c10::kCPU};
   MixedPrecision precision = MixedPrecision::kNo;
 
-  std::unique_ptr<worker::Kv> kv;                  // null for a world of 1 and MPI
-  std::unique_ptr<Communicator> comm;              // never null; an OrderedCommunicator
-  Communicator* ddp_comm = nullptr;                // the one under comm: DDP buckets only
+  Backend backend = Backend::kAuto;    // as ChooseBackend resolved it
+  int group_id = 0;                    // this process's n-th Accelerator: its store keys
+  std::unique_ptr<worker::Kv> kv;      // null for a world of 1 and MPI
+  std::unique_ptr<Communicator> comm;  // never null; an OrderedCommunicator
+  Communicator* ddp_comm = nullptr;    // the one under comm: DDP buckets only
+  // Guards swapping `comm` against the generation watch's Abort (recover()).
+  std::mutex comm_mu;
   std::optional<worker::LossScaler> scaler;        // set when loss scaling is on
   std::shared_ptr<worker::ProgressFile> progress;  // null without ACCEL_PROGRESS_FILE
 
@@ -80,7 +93,50 @@ struct AcceleratorState {
 
   std::int64_t steps = 0;
   std::int64_t skipped = 0;
+
+  // Elastic (docs/libaccel.md "In-place recovery"). The last prepared loader's sampler and
+  // the pass its batches belong to: where it started, over which world, and how many samples
+  // per rank completed steps trained (`pass_done`) or the window in flight fetched.
+  std::shared_ptr<DistributedSampler> sampler;
+  std::int64_t pass_id = -1;  // the sampler's pass() the counts below belong to; -1 none yet
+  std::int64_t pass_epoch = 0;
+  std::int64_t pass_start = 0;
+  int pass_world = 1;
+  std::int64_t pass_done = 0;
+  std::int64_t window_samples = 0;
+  at::Tensor rng_at_step;  // the CPU generator's state when the last step completed
+  std::int64_t generation = 0;
+  std::unique_ptr<worker::GenerationWatch> watch;  // null without ACCEL_GENERATION_FILE
 };
+
+// Where the data stands: the epoch and the first position of its order that no completed step
+// trained on; a finished epoch reads (epoch + 1, 0).
+inline std::pair<std::int64_t, std::int64_t> DataPosition(const AcceleratorState& s) {
+  if (!s.sampler) return {0, 0};
+  if (s.pass_id < 0) return {s.sampler->epoch(), s.sampler->start()};
+  const std::int64_t position = s.pass_start + s.pass_done * s.pass_world;
+  if (position >= s.sampler->dataset_size()) return {s.pass_epoch + 1, 0};
+  return {s.pass_epoch, position};
+}
+
+// Makes the next pass of the sampler start at `position` of `epoch`, split over this world.
+void ResumeData(AcceleratorState& s, std::int64_t epoch, std::int64_t position);
+
+// Connects s.comm (and s.kv) for s.rank / s.world in the store namespace of `attempt`, under
+// key prefix `prefix`; wraps it with the progress file.
+void ConnectGroup(AcceleratorState& s, std::int64_t attempt, const std::string& prefix);
+
+// The checkpoint's accelerator.pt fields (state_io.cc): counters, scale, world, data position.
+void WriteMeta(const AcceleratorState& s, torch::serialize::OutputArchive& meta);
+// Restores them (not the world: a checkpoint loads at any world size).
+void ReadMeta(AcceleratorState& s, torch::serialize::InputArchive& meta);
+
+// Starts s.watch when options.generation_file is set: s.generation from the file (0 when it is
+// not there yet), and a newer generation aborts s.comm (recovery.cc).
+void StartGenerationWatch(AcceleratorState& s);
+
+// (Re)builds the one GradSync over every prepared module's trainable parameters.
+void PrepareDdp(AcceleratorState& s);
 
 // Every parameter of the prepared modules, in module and registration order, each once (a tied
 // parameter, registered under two names, is one tensor: synchronised, clipped and unscaled once).

@@ -106,6 +106,7 @@ Options Options::FromEnv() {
   if (const char* endpoint = env::Get(env::kStoreEndpoint)) o.store_endpoint = endpoint;
   if (const char* token = env::Get(env::kRdzvToken)) o.rdzv_token = token;
   if (const char* progress = env::Get(env::kProgressFile)) o.progress_file = progress;
+  if (const char* generation = env::Get(env::kGenerationFile)) o.generation_file = generation;
   o.collective_timeout = std::chrono::milliseconds(
       EnvInt(env::kCollectiveTimeoutMs, static_cast<int>(o.collective_timeout.count())));
   if (const char* overlap = env::Get(env::kOverlap)) o.overlap = ParseOverlap(overlap);

@@ -3,7 +3,8 @@
 // Layout of a checkpoint directory:
 //   model_<i>.pt       prepared module i
 //   optimizer_<i>.pt   registered optimizer i
-//   accelerator.pt     step counters, accumulation position, loss scale and growth tracker, world
+//   accelerator.pt     step counters, accumulation position, loss scale and growth tracker, world,
+//                      the data position (epoch, first position no completed step trained on)
 //   rng_<rank>.pt      each rank's CPU (and CUDA) generator state
 // The model, optimizer and accelerator files are shared: one writer per distinct directory
 // writes them (every machine's own directory, or once for a directory all machines share);
@@ -146,6 +147,18 @@ void WriteFiles(internal::AcceleratorState& s, const fs::path& tmp, bool writer)
     archive.save_to(written.back().string());
   }
   torch::serialize::OutputArchive meta;
+  internal::WriteMeta(s, meta);
+  written.push_back(tmp / worker::kCheckpointMeta);
+  meta.save_to(written.back().string());
+  for (const fs::path& path : written) worker::Sync(path);
+}
+
+}  // namespace
+
+namespace internal {
+
+void WriteMeta(const AcceleratorState& s, torch::serialize::OutputArchive& meta) {
+  const auto [epoch, position] = DataPosition(s);
   meta.write("steps", Scalar64(s.steps));
   meta.write("skipped", Scalar64(s.skipped));
   meta.write("micro_step", Scalar64(s.micro_step));
@@ -154,12 +167,31 @@ void WriteFiles(internal::AcceleratorState& s, const fs::path& tmp, bool writer)
   meta.write("optimizers", Scalar64(static_cast<std::int64_t>(s.optimizers.size())));
   meta.write("scale", ScalarF64(s.scaler ? s.scaler->scale() : 1.0));
   meta.write("growth_tracker", Scalar64(s.scaler ? s.scaler->growth_tracker() : 0));
-  written.push_back(tmp / worker::kCheckpointMeta);
-  meta.save_to(written.back().string());
-  for (const fs::path& path : written) worker::Sync(path);
+  meta.write("data_epoch", Scalar64(epoch));
+  meta.write("data_position", Scalar64(position));
 }
 
-}  // namespace
+void ReadMeta(AcceleratorState& s, torch::serialize::InputArchive& meta) {
+  auto read = [&](const char* key) {
+    at::Tensor t;
+    meta.read(key, t);
+    return t.item<std::int64_t>();
+  };
+  s.steps = read("steps");
+  s.skipped = read("skipped");
+  s.micro_step = read("micro_step");
+  if (s.scaler) {
+    at::Tensor scale;
+    meta.read("scale", scale);
+    s.scaler->Restore(scale.item<double>(), read("growth_tracker"));
+  }
+  at::Tensor epoch, position;  // absent in checkpoints of older versions: the loader from 0
+  if (meta.try_read("data_epoch", epoch) && meta.try_read("data_position", position)) {
+    ResumeData(s, epoch.item<std::int64_t>(), position.item<std::int64_t>());
+  }
+}
+
+}  // namespace internal
 
 void Accelerator::save_state(const std::string& dir) {
   auto& s = *state_;
@@ -212,12 +244,8 @@ void Accelerator::load_state(const std::string& dir) {
       meta.read(key, t);
       return t;
     };
-    const std::int64_t world = read("world").item<std::int64_t>();
-    if (world != s.world) {
-      throw Error("load state", from.string(),
-                  "saved with world size " + std::to_string(world) + ", running with " +
-                      std::to_string(s.world));
-    }
+    // Another world size is fine: parameters and optimizer state are the same on every rank,
+    // and the data position is split over this world (docs/libaccel.md "In-place recovery").
     if (read("modules").item<std::int64_t>() != static_cast<std::int64_t>(s.modules.size()) ||
         read("optimizers").item<std::int64_t>() != static_cast<std::int64_t>(s.optimizers.size())) {
       throw Error("load state", from.string(),
@@ -236,13 +264,12 @@ void Accelerator::load_state(const std::string& dir) {
       s.optimizers[i]->state().clear();
       s.optimizers[i]->load(archive);
     }
-    s.steps = read("steps").item<std::int64_t>();
-    s.skipped = read("skipped").item<std::int64_t>();
-    s.micro_step = read("micro_step").item<std::int64_t>();
-    if (s.scaler)
-      s.scaler->Restore(read("scale").item<double>(), read("growth_tracker").item<std::int64_t>());
+    internal::ReadMeta(s, meta);
+    // A rank the checkpoint's world did not have keeps its own generator state.
+    const fs::path rng_path = from / ("rng_" + std::to_string(s.rank) + ".pt");
+    if (!fs::exists(rng_path)) return;
     torch::serialize::InputArchive rng;
-    rng.load_from((from / ("rng_" + std::to_string(s.rank) + ".pt")).string());
+    rng.load_from(rng_path.string());
     at::Tensor cpu_state;
     rng.read("cpu", cpu_state);
     SetGeneratorState(at::detail::getDefaultCPUGenerator(), cpu_state);
@@ -264,6 +291,10 @@ void Accelerator::load_state(const std::string& dir) {
     for (auto& p : internal::PreparedParameters(s)) p.mutable_grad().reset();
   }
   if (s.progress) s.progress->Write(static_cast<std::uint64_t>(s.steps));
+  if (!s.options.generation_file.empty()) {  // recover() comes back to this state
+    s.rng_at_step = GeneratorState(at::detail::getDefaultCPUGenerator());
+    s.window_samples = 0;
+  }
   wait_for_everyone();
 }
 

@@ -1,10 +1,12 @@
 // Accelerator's training step: backward (loss division, scaling, DDP), clip_grad_norm, step
 // (loss scaling with GradScaler's per-optimizer rules, accelerate's skip rules) and zeroing.
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/optimizer.h>
 
 #include <cstdio>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -165,6 +167,14 @@ bool Accelerator::step(torch::optim::Optimizer& optimizer) {
   }
   ZeroGrads(optimizer);
   ++s.steps;
+  // The step is complete: its samples are done, and recover() comes back to this RNG state.
+  s.pass_done += s.window_samples;
+  s.window_samples = 0;
+  if (!s.options.generation_file.empty()) {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    s.rng_at_step = gen.get_state();
+  }
   if (s.progress) s.progress->Write(static_cast<std::uint64_t>(s.steps));
   return stepped;
 }

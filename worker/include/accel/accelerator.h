@@ -215,18 +215,34 @@ class Accelerator {
   }
 
   // --- state --------------------------------------------------------------------------------
-  // Saves prepared modules, registered optimizers, the loss scaler, the step counters and every
-  // rank's RNG state under `dir`, written into "<dir>.tmp" and then renamed, so a crash at any
-  // point leaves the last complete checkpoint in "<dir>" or "<dir>.old". Collective. `dir` must
-  // be on a filesystem every local rank sees; machines may share it (one process writes the
-  // shared files) or each have their own.
+  // Saves prepared modules, registered optimizers, the loss scaler, the step counters, the data
+  // position of the last prepared loader and every rank's RNG state under `dir`, written into
+  // "<dir>.tmp" and then renamed, so a crash at any point leaves the last complete checkpoint in
+  // "<dir>" or "<dir>.old". Collective. `dir` must be on a filesystem every local rank sees;
+  // machines may share it (one process writes the shared files) or each have their own.
   void save_state(const std::string& dir);
   // Returns whether every rank finds a checkpoint to resume from under `dir` ("<dir>", or
   // "<dir>.old" when a crash interrupted a save): load_state's rule. Collective.
   bool has_state(const std::string& dir);
-  // Restores what save_state wrote (same world size, same modules and optimizers, in the same
-  // order): the newest checkpoint every rank has, from "<dir>" or "<dir>.old". Collective.
+  // Restores what save_state wrote (same modules and optimizers, in the same order; any world
+  // size): the newest checkpoint every rank has, from "<dir>" or "<dir>.old". The last prepared
+  // loader continues where the checkpoint's data stood (its epoch: loader.sampler().epoch()),
+  // split over this world; a rank the saving world did not have keeps its own RNG. Collective.
   void load_state(const std::string& dir);
+
+  // --- elastic: in-place recovery (docs/libaccel.md "In-place recovery") ---------------------
+  // Call after a collective threw accel::Error. Under an elastic launcher
+  // (ACCEL_GENERATION_FILE) waits up to options().connect_timeout for the next membership
+  // generation, drops the micro-steps of the step in flight (gradients, their samples, the CPU
+  // RNG back to the last completed step), connects the new world (rank and world size may
+  // change), agrees with every rank on the newest completed step (broadcast to a rank one step
+  // behind) and re-splits the rest of the epoch over the new world. Returns true: continue the
+  // loop from loader.sampler().epoch(); the prepared loader resumes at the first sample no
+  // completed step trained on. Returns false, changing nothing, without a generation file.
+  // Throws accel::Error when no newer generation comes in time. Collective in the new world.
+  bool recover();
+  // The membership generation this process trains in (0 without an elastic launcher).
+  std::int64_t generation() const;
 
   // The current loss scale (1.0 without loss scaling), for progress bars.
   double loss_scale() const;
@@ -251,7 +267,10 @@ class Accelerator {
   friend class AccumulateGuard;
   void PrepareModule(std::shared_ptr<torch::nn::Module> module);
   void PrintLine(const std::string& line);
-  void OnBatch(bool last, std::int64_t samples);
+  void OnBatch(const DistributedSampler* sampler, bool last, std::int64_t samples);
+  // The sampler a prepared loader shares with this Accelerator (recover() re-splits it).
+  std::shared_ptr<DistributedSampler> MakeSampler(std::int64_t size, bool shuffle,
+                                                  std::uint64_t seed);
   void EndMicroStep(std::int64_t id);
   // Unscales the gradients of `params` not unscaled yet this iteration; returns found_inf over all
   // of `params` (1 when any had an inf/NaN).
@@ -291,9 +310,10 @@ DataLoader Accelerator::prepare_loader(std::shared_ptr<Dataset> dataset, std::in
     }
     return internal::StackExamples(std::move(data), std::move(target));
   };
-  return DataLoader(DistributedSampler(size, num_processes(), process_index(), shuffle, seed),
-                    batch_size, std::move(fetch), device(),
-                    [this](bool last, std::int64_t samples) { OnBatch(last, samples); });
+  std::shared_ptr<DistributedSampler> sampler = MakeSampler(size, shuffle, seed);
+  const DistributedSampler* key = sampler.get();
+  return DataLoader(std::move(sampler), batch_size, std::move(fetch), device(),
+                    [this, key](bool last, std::int64_t samples) { OnBatch(key, last, samples); });
 }
 
 }  // namespace accel

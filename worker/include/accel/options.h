@@ -70,6 +70,8 @@ struct Options {
 
   // ACCEL_PROGRESS_FILE: the step and collective counters the launcher polls for hang detection.
   std::string progress_file;
+  // ACCEL_GENERATION_FILE: the elastic launcher's membership notices (Accelerator::recover()).
+  std::string generation_file;
 
   // Returns Options with every field the environment sets filled in; the rest keep defaults.
   // Throws accel::Error naming the variable when a value does not parse.

@@ -23,6 +23,9 @@ struct GroupSpec {
   std::string key_prefix;  // unique per group within the store namespace, e.g. "pg0/"
   std::chrono::milliseconds timeout = defaults::kConnectTimeout;
   SharedMemory shared_memory = SharedMemory::kAuto;
+  // Abort() from another thread must wake a call blocked on a peer (in-place recovery's
+  // generation watch): Gloo then runs each collective on its own thread.
+  bool abortable = false;
 };
 
 // True when the group should run over shared memory inside each machine (MakeShmCommunicator):

@@ -18,11 +18,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "accel/error.h"
@@ -73,10 +76,34 @@ ReduceFn PickReduce(ReduceOp op) {
   return &gloo::sum<T>;
 }
 
+// Reduces `tensor` in place with Gloo (one tag): static, so that an abandoned call (below) needs
+// nothing of the communicator but the context it holds.
+template <typename T>
+void ReduceTyped(const std::shared_ptr<gloo::rendezvous::Context>& context, at::Tensor tensor,
+                 ReduceOp op, uint32_t tag, std::chrono::milliseconds timeout) {
+  if (tensor.numel() == 0) return;
+  gloo::AllreduceOptions opts(context);
+  opts.setOutput(tensor.data_ptr<T>(), static_cast<size_t>(tensor.numel()));
+  opts.setReduceFunction(PickReduce<T>(op));
+  opts.setTag(tag);
+  opts.setTimeout(timeout);
+  gloo::allreduce(opts);
+}
+
+// One collective handed to its own thread (abortable groups): the caller waits for it or for
+// Abort(), whichever comes first.
+struct PendingOp {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::exception_ptr error;
+};
+
 class GlooCommunicator : public Communicator {
  public:
-  GlooCommunicator(std::shared_ptr<gloo::rendezvous::Context> context, int rank, int size)
-      : context_(std::move(context)), rank_(rank), size_(size) {}
+  GlooCommunicator(std::shared_ptr<gloo::rendezvous::Context> context, int rank, int size,
+                   bool abortable)
+      : context_(std::move(context)), rank_(rank), size_(size), abortable_(abortable) {}
 
   ~GlooCommunicator() override = default;
 
@@ -85,58 +112,63 @@ class GlooCommunicator : public Communicator {
   std::string name() const override { return "gloo"; }
 
   void AllReduce(at::Tensor& tensor, ReduceOp op, std::chrono::milliseconds timeout) override {
-    Run("all-reduce", tensor, [&] {
-      CheckCpuContiguous("all-reduce", tensor);
-      const auto dtype = tensor.scalar_type();
-      if (dtype == at::kHalf || dtype == at::kBFloat16) {
-        // Gloo has no bf16 and a slow fp16 reduction: reduce in fp32 (the average too) and cast
-        // back once.
-        at::Tensor wide = tensor.to(at::kFloat);
-        ReduceTyped<float>(wide, op, timeout);
-        if (op == ReduceOp::kAvg) wide.div_(size_);
-        tensor.copy_(wide);
-        return;
-      }
-      switch (dtype) {
-        case at::kFloat:
-          ReduceTyped<float>(tensor, op, timeout);
-          break;
-        case at::kDouble:
-          ReduceTyped<double>(tensor, op, timeout);
-          break;
-        case at::kInt:
-          ReduceTyped<int32_t>(tensor, op, timeout);
-          break;
-        case at::kLong:
-          ReduceTyped<int64_t>(tensor, op, timeout);
-          break;
-        case at::kByte:
-          ReduceTyped<uint8_t>(tensor, op, timeout);
-          break;
-        default:
-          throw Error("all-reduce", Subject(),
-                      std::string("unsupported dtype ") + c10::toString(dtype));
-      }
-      if (op == ReduceOp::kAvg) {
-        if (at::isFloatingType(dtype)) {
-          tensor.div_(size_);
-        } else {
-          tensor.div_(size_, "trunc");
-        }
-      }
-    });
+    CheckCpuContiguous("all-reduce", tensor);
+    const auto dtype = tensor.scalar_type();
+    if (dtype != at::kHalf && dtype != at::kBFloat16 && dtype != at::kFloat &&
+        dtype != at::kDouble && dtype != at::kInt && dtype != at::kLong && dtype != at::kByte) {
+      throw Error("all-reduce", Subject(),
+                  std::string("unsupported dtype ") + c10::toString(dtype));
+    }
+    // Everything the collective needs is captured by value (tensors share their storage).
+    Run("all-reduce",
+        [context = context_, t = tensor, op, timeout, size = size_](uint32_t tag) mutable {
+          const auto type = t.scalar_type();
+          if (type == at::kHalf || type == at::kBFloat16) {
+            // Gloo has no bf16 and a slow fp16 reduction: reduce in fp32 (the average too) and cast
+            // back once.
+            at::Tensor wide = t.to(at::kFloat);
+            ReduceTyped<float>(context, wide, op, tag, timeout);
+            if (op == ReduceOp::kAvg) wide.div_(size);
+            t.copy_(wide);
+            return;
+          }
+          switch (type) {
+            case at::kFloat:
+              ReduceTyped<float>(context, t, op, tag, timeout);
+              break;
+            case at::kDouble:
+              ReduceTyped<double>(context, t, op, tag, timeout);
+              break;
+            case at::kInt:
+              ReduceTyped<int32_t>(context, t, op, tag, timeout);
+              break;
+            case at::kLong:
+              ReduceTyped<int64_t>(context, t, op, tag, timeout);
+              break;
+            default:
+              ReduceTyped<uint8_t>(context, t, op, tag, timeout);
+              break;
+          }
+          if (op == ReduceOp::kAvg) {
+            if (at::isFloatingType(type)) {
+              t.div_(size);
+            } else {
+              t.div_(size, "trunc");
+            }
+          }
+        });
   }
 
   void Broadcast(at::Tensor& tensor, int root, std::chrono::milliseconds timeout) override {
-    Run("broadcast", tensor, [&] {
-      CheckCpuContiguous("broadcast", tensor);
-      if (root < 0 || root >= size_) {
-        throw Error("broadcast", Subject(), "root " + std::to_string(root) + " out of range");
-      }
-      gloo::BroadcastOptions opts(context_);
-      opts.setOutput(static_cast<uint8_t*>(tensor.data_ptr()), tensor.nbytes());
+    CheckCpuContiguous("broadcast", tensor);
+    if (root < 0 || root >= size_) {
+      throw Error("broadcast", Subject(), "root " + std::to_string(root) + " out of range");
+    }
+    Run("broadcast", [context = context_, t = tensor, root, timeout](uint32_t tag) {
+      gloo::BroadcastOptions opts(context);
+      opts.setOutput(static_cast<uint8_t*>(t.data_ptr()), t.nbytes());
       opts.setRoot(root);
-      opts.setTag(NextTag());
+      opts.setTag(tag);
       opts.setTimeout(timeout);
       gloo::broadcast(opts);
     });
@@ -144,15 +176,15 @@ class GlooCommunicator : public Communicator {
 
   at::Tensor AllGather(const at::Tensor& input, std::chrono::milliseconds timeout) override {
     at::Tensor in = input.contiguous();
+    CheckCpuContiguous("all-gather", in);
     std::vector<int64_t> shape{size_};
     shape.insert(shape.end(), in.sizes().begin(), in.sizes().end());
     at::Tensor out = at::empty(shape, in.options());
-    Run("all-gather", out, [&] {
-      CheckCpuContiguous("all-gather", in);
-      gloo::AllgatherOptions opts(context_);
+    Run("all-gather", [context = context_, in, out, timeout](uint32_t tag) {
+      gloo::AllgatherOptions opts(context);
       opts.setInput(static_cast<uint8_t*>(in.data_ptr()), in.nbytes());
       opts.setOutput(static_cast<uint8_t*>(out.data_ptr()), out.nbytes());
-      opts.setTag(NextTag());
+      opts.setTag(tag);
       opts.setTimeout(timeout);
       gloo::allgather(opts);
     });
@@ -160,10 +192,9 @@ class GlooCommunicator : public Communicator {
   }
 
   void Barrier(std::chrono::milliseconds timeout) override {
-    at::Tensor none;
-    Run("barrier", none, [&] {
-      gloo::BarrierOptions opts(context_);
-      opts.setTag(NextTag());
+    Run("barrier", [context = context_, timeout](uint32_t tag) {
+      gloo::BarrierOptions opts(context);
+      opts.setTag(tag);
       opts.setTimeout(timeout);
       gloo::barrier(opts);
     });
@@ -175,6 +206,13 @@ class GlooCommunicator : public Communicator {
       context_->closeConnections();
     } catch (const std::exception&) {
       // Already broken: nothing left to close.
+    }
+    // Gloo's closeConnections does not wake a call waiting for a send to complete (a peer
+    // that is gone, or one that moved on): an abortable group's caller is woken here.
+    std::lock_guard<std::mutex> lock(pending_mu_);
+    if (pending_) {
+      std::lock_guard<std::mutex> op_lock(pending_->mu);
+      pending_->cv.notify_all();
     }
   }
 
@@ -190,25 +228,53 @@ class GlooCommunicator : public Communicator {
 
   uint32_t NextTag() { return tag_++ & 0x7fffffff; }
 
-  template <typename T>
-  void ReduceTyped(at::Tensor& tensor, ReduceOp op, std::chrono::milliseconds timeout) {
-    if (tensor.numel() == 0) return;
-    gloo::AllreduceOptions opts(context_);
-    opts.setOutput(tensor.data_ptr<T>(), static_cast<size_t>(tensor.numel()));
-    opts.setReduceFunction(PickReduce<T>(op));
-    opts.setTag(NextTag());
-    opts.setTimeout(timeout);
-    gloo::allreduce(opts);
+  // Runs `fn` (which owns everything it uses) on this thread, or, in an abortable group, on its
+  // own thread that the caller stops waiting for at Abort(): the thread then ends at Gloo's
+  // deadline, holding the context and tensors alive until then.
+  template <typename Fn>
+  void Execute(Fn fn) {
+    if (!abortable_) {
+      fn();
+      return;
+    }
+    auto pending = std::make_shared<PendingOp>();
+    {
+      std::lock_guard<std::mutex> lock(pending_mu_);
+      pending_ = pending;
+    }
+    std::thread([pending, fn = std::move(fn)]() mutable {
+      std::exception_ptr error;
+      try {
+        fn();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(pending->mu);
+      pending->done = true;
+      pending->error = error;
+      pending->cv.notify_all();
+    }).detach();
+    std::unique_lock<std::mutex> lock(pending->mu);
+    pending->cv.wait(lock, [&] { return pending->done || aborted_.load(); });
+    const bool done = pending->done;
+    const std::exception_ptr error = pending->error;
+    lock.unlock();
+    {
+      std::lock_guard<std::mutex> pending_lock(pending_mu_);
+      pending_.reset();
+    }
+    if (!done) throw gloo::IoException("the communicator was aborted while the call waited");
+    if (error) std::rethrow_exception(error);
   }
 
-  // Serializes calls, translates Gloo's exceptions and aborts the group on any failure (a
-  // timed-out or broken collective leaves the peers in an unknown state).
+  // Serializes calls (each gets the next tag), translates Gloo's exceptions and aborts the group on
+  // any failure (a timed-out or broken collective leaves the peers in an unknown state).
   template <typename Fn>
-  void Run(const char* op, const at::Tensor& /*tensor*/, Fn&& fn) {
+  void Run(const char* op, Fn&& fn) {
     std::lock_guard<std::mutex> lock(mu_);
     if (aborted_) throw Error(op, Subject(), "communicator was aborted");
     try {
-      fn();
+      Execute([fn = std::forward<Fn>(fn), tag = NextTag()]() mutable { fn(tag); });
     } catch (const accel::Error&) {
       throw;
     } catch (const gloo::IoException& e) {
@@ -223,9 +289,12 @@ class GlooCommunicator : public Communicator {
   std::shared_ptr<gloo::rendezvous::Context> context_;
   const int rank_;
   const int size_;
+  const bool abortable_;
   std::mutex mu_;  // one collective at a time
   uint32_t tag_ = 1;
   std::atomic<bool> aborted_{false};
+  std::mutex pending_mu_;  // guards pending_
+  std::shared_ptr<PendingOp> pending_;
 };
 
 }  // namespace
@@ -244,7 +313,8 @@ std::unique_ptr<Communicator> MakeGlooCommunicator(Kv& kv, const GroupSpec& spec
     context->setTimeout(spec.timeout);
     GlooStore store(kv, spec.key_prefix + "gloo/", spec.timeout);
     context->connectFullMesh(store, device);
-    return std::make_unique<GlooCommunicator>(std::move(context), spec.rank, spec.size);
+    return std::make_unique<GlooCommunicator>(std::move(context), spec.rank, spec.size,
+                                              spec.abortable);
   } catch (const accel::Error& e) {
     throw Error("connect gloo", "rank " + std::to_string(spec.rank), e.what());
   } catch (const std::exception& e) {

@@ -33,7 +33,22 @@ DistributedSampler::DistributedSampler(std::int64_t dataset_size, int num_replic
 }
 
 std::int64_t DistributedSampler::num_samples() const {
-  return (dataset_size_ + num_replicas_ - 1) / num_replicas_;
+  const std::int64_t left = dataset_size_ - start_;
+  return left <= 0 ? 0 : (left + num_replicas_ - 1) / num_replicas_;
+}
+
+void DistributedSampler::Resume(std::int64_t epoch, std::int64_t start, int num_replicas,
+                                int rank) {
+  if (num_replicas < 1 || rank < 0 || rank >= num_replicas || start < 0 || epoch < 0) {
+    throw Error("resume sampler", "",
+                "epoch " + std::to_string(epoch) + ", start " + std::to_string(start) + ", rank " +
+                    std::to_string(rank) + " of " + std::to_string(num_replicas) +
+                    " is out of range");
+  }
+  epoch_ = epoch;
+  start_ = start;
+  num_replicas_ = num_replicas;
+  rank_ = rank;
 }
 
 std::vector<std::int64_t> DistributedSampler::Indices() const {
@@ -49,9 +64,9 @@ std::vector<std::int64_t> DistributedSampler::Indices() const {
   }
   std::vector<std::int64_t> mine;
   if (dataset_size_ == 0) return mine;
-  const std::int64_t total = num_samples() * num_replicas_;
+  const std::int64_t end = start_ + num_samples() * num_replicas_;
   mine.reserve(static_cast<std::size_t>(num_samples()));
-  for (std::int64_t pos = rank_; pos < total; pos += num_replicas_) {
+  for (std::int64_t pos = start_ + rank_; pos < end; pos += num_replicas_) {
     mine.push_back(order[static_cast<std::size_t>(pos % dataset_size_)]);  // wrap-around padding
   }
   return mine;
@@ -59,7 +74,13 @@ std::vector<std::int64_t> DistributedSampler::Indices() const {
 
 DataLoader::DataLoader(DistributedSampler sampler, std::int64_t batch_size, FetchFn fetch,
                        c10::Device device, BatchHook hook)
+    : DataLoader(std::make_shared<DistributedSampler>(std::move(sampler)), batch_size,
+                 std::move(fetch), device, std::move(hook)) {}
+
+DataLoader::DataLoader(std::shared_ptr<DistributedSampler> sampler, std::int64_t batch_size,
+                       FetchFn fetch, c10::Device device, BatchHook hook)
     : sampler_(std::move(sampler)),
+      last_indices_(std::make_shared<std::vector<std::int64_t>>()),
       batch_size_(batch_size),
       fetch_(std::move(fetch)),
       device_(device),
@@ -69,6 +90,7 @@ DataLoader::DataLoader(DistributedSampler sampler, std::int64_t batch_size, Fetc
                 "batch_size must be >= 1, got " + std::to_string(batch_size));
   }
   if (!fetch_) throw Error("create data loader", "", "no fetch function");
+  if (!sampler_) throw Error("create data loader", "", "no sampler");
 }
 
 DataLoader::FetchFn DataLoader::TensorFetch(at::Tensor data, at::Tensor target) {
@@ -85,12 +107,13 @@ DataLoader::FetchFn DataLoader::TensorFetch(at::Tensor data, at::Tensor target) 
 }
 
 std::int64_t DataLoader::size() const {
-  return (sampler_.num_samples() + batch_size_ - 1) / batch_size_;
+  return (sampler_->num_samples() + batch_size_ - 1) / batch_size_;
 }
 
 DataLoader::Iterator DataLoader::begin() const {
   Iterator it(this, 0);
-  it.indices_ = std::make_shared<const std::vector<std::int64_t>>(sampler_.Indices());
+  sampler_->BeginPass();
+  it.indices_ = std::make_shared<const std::vector<std::int64_t>>(sampler_->Indices());
   it.Load();
   return it;
 }
@@ -110,6 +133,7 @@ void DataLoader::Iterator::Load() {
   const std::int64_t batches = loader_->size();
   if (batch_ >= batches) {
     current_ = Batch{};
+    if (batch_ == batches) loader_->sampler_->EndPass();  // the pass is over: next one from 0
     return;
   }
   const std::int64_t begin = batch_ * loader_->batch_size_;
@@ -118,6 +142,7 @@ void DataLoader::Iterator::Load() {
   std::vector<std::int64_t> chunk(indices_->begin() + begin, indices_->begin() + end);
   Batch batch = loader_->fetch_(chunk);
   current_ = Batch{batch.data.to(loader_->device_), batch.target.to(loader_->device_)};
+  *loader_->last_indices_ = std::move(chunk);
   if (loader_->hook_) loader_->hook_(batch_ + 1 == batches, end - begin);
 }
 

@@ -103,5 +103,83 @@ TEST(DataLoaderTest, RejectsMismatchedTensors) {
   EXPECT_THROW(DataLoader::TensorFetch(at::zeros({3, 2}), at::zeros({4})), Error);
 }
 
+// In-place recovery's sample rule (docs/libaccel.md): after every rank of a world W consumed c
+// samples of a pass, resuming at position start + c*W over any world W' trains each remaining
+// sample once; with what was consumed, the epoch exactly once (padding aside). Generated cases.
+TEST(SamplerTest, ResumeSplitsTheRestOfTheEpochOverAnotherWorld) {
+  std::uint64_t state = 12345;
+  auto next = [&](std::int64_t bound) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<std::int64_t>((state >> 33) % static_cast<std::uint64_t>(bound));
+  };
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::int64_t n = 1 + next(120);
+    const int world = 1 + static_cast<int>(next(7));
+    const int world2 = 1 + static_cast<int>(next(7));
+    DistributedSampler probe(n, world, 0, true, 9);
+    const std::int64_t c = next(probe.num_samples() + 1);  // samples per rank done
+    std::multiset<std::int64_t> done, rest;
+    for (int r = 0; r < world; ++r) {
+      DistributedSampler s(n, world, r, true, 9);
+      s.set_epoch(2);
+      auto idx = s.Indices();
+      done.insert(idx.begin(), idx.begin() + c);
+    }
+    const std::int64_t start = c * world;
+    std::int64_t extra = 0;  // wrap-around padding
+    for (int r = 0; r < world2; ++r) {
+      DistributedSampler s(n, world, 0, true, 9);
+      s.Resume(2, start, world2, r);
+      auto idx = s.Indices();
+      EXPECT_EQ(static_cast<std::int64_t>(idx.size()), s.num_samples());
+      rest.insert(idx.begin(), idx.end());
+    }
+    std::multiset<std::int64_t> all = done;
+    all.insert(rest.begin(), rest.end());
+    std::set<std::int64_t> distinct(all.begin(), all.end());
+    ASSERT_EQ(static_cast<std::int64_t>(distinct.size()), n)
+        << "n " << n << " world " << world << " -> " << world2 << " after " << c;
+    extra = static_cast<std::int64_t>(all.size()) - n;
+    // Only padding repeats: at most world - 1 at the first world's end (when c reached it)
+    // plus world2 - 1 at the second's.
+    EXPECT_LE(extra, (world - 1) + (world2 - 1));
+    if (start < n && (n - start) % world2 == 0) {
+      // No padding in the resumed pass: nothing done is trained again.
+      for (std::int64_t i : rest) EXPECT_EQ(done.count(i), 0u) << "sample " << i;
+    }
+  }
+}
+
+TEST(SamplerTest, AnotherEpochOrAFinishedPassStartsAtZero) {
+  DistributedSampler s(20, 2, 1, false, 0);
+  s.Resume(3, 10, 2, 1);
+  EXPECT_THAT(s.Indices(), ElementsAre(11, 13, 15, 17, 19));
+  s.set_epoch(3);  // the same epoch keeps its start
+  EXPECT_EQ(s.start(), 10);
+  s.set_epoch(4);
+  EXPECT_EQ(s.start(), 0);
+  EXPECT_EQ(s.num_samples(), 10);
+  s.Resume(4, 25, 2, 0);  // past the end: nothing left
+  EXPECT_EQ(s.num_samples(), 0);
+  EXPECT_TRUE(s.Indices().empty());
+  EXPECT_THROW(s.Resume(4, 0, 2, 2), Error);
+}
+
+TEST(LoaderTest, APassOverTheResumedRestThenTheNextFromZero) {
+  auto sampler = std::make_shared<DistributedSampler>(12, 2, 0, false, 0);
+  sampler->Resume(0, 8, 2, 0);
+  DataLoader loader(sampler, 2, DataLoader::TensorFetch(at::arange(12), at::arange(12)), at::kCPU);
+  std::vector<std::int64_t> seen;
+  for (const auto& batch : loader) {
+    for (std::int64_t i = 0; i < batch.data.size(0); ++i)
+      seen.push_back(batch.data[i].item<std::int64_t>());
+    EXPECT_EQ(loader.last_indices().size(), static_cast<std::size_t>(batch.data.size(0)));
+  }
+  EXPECT_THAT(seen, ElementsAre(8, 10));
+  seen.clear();
+  for (const auto& batch : loader) seen.push_back(batch.data[0].item<std::int64_t>());
+  EXPECT_THAT(seen, ElementsAre(0, 4, 8));  // the whole epoch again: batches of 2 from 0, 2, ...
+}
+
 }  // namespace
 }  // namespace accel

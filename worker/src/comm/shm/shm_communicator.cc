@@ -235,8 +235,12 @@ std::unique_ptr<Communicator> MakeShmCommunicator(Kv& kv, const GroupSpec& spec,
   if (topology.machines.size() > 1) {
     inter_name = inter == Backend::kNccl ? "nccl" : "gloo";
     if (topology.is_leader()) {
-      GroupSpec leaders{topology.machine, static_cast<int>(topology.machines.size()),
-                        spec.key_prefix + "leaders/", Left(deadline), SharedMemory::kOff};
+      GroupSpec leaders{topology.machine,
+                        static_cast<int>(topology.machines.size()),
+                        spec.key_prefix + "leaders/",
+                        Left(deadline),
+                        SharedMemory::kOff,
+                        spec.abortable};
       if (inter == Backend::kNccl) inter_device = device;
       try {
         across = MakeCommunicator(inter, inter_device, leaders, &kv);

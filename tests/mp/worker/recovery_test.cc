@@ -1,0 +1,242 @@
+// In-place recovery of libaccel (issue 25, part 2), without the launcher: 3 "machines" x 2 ranks
+// of worker_elastic_rank on this host (shared memory inside a machine, Gloo among machines),
+// this test playing the elastic launcher through the generation files. Machine 2's ranks kill
+// themselves mid-step; machines 0-1 must go on in the same processes at world 4 and end with
+// the parameters of a reference that saved a checkpoint at the same step at world 6 and
+// resumed it at world 4, having trained on exactly the same samples: every sample of every
+// epoch once.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/exit_codes.h"
+#include "tests/testing/mp_ranks.h"
+#include "worker/src/elastic/generation.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using accel::testing::RankRun;
+using accel::testing::RunRanks;
+using accel::worker::Generation;
+
+constexpr int kPerMachine = 2;
+constexpr std::int64_t kSamples = 240;  // worker_elastic_rank.cc's set
+constexpr int kEpochs = 2;
+const auto kDeadline = std::chrono::seconds(240);
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::vector<float> ReadParams(const std::string& path) {
+  const std::string bytes = ReadText(path);
+  std::vector<float> out(bytes.size() / sizeof(float));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
+  return out;
+}
+
+// ||a - b|| / ||b||.
+double RelDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    num += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    den += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(num / den);
+}
+
+std::vector<std::string> Lines(const std::string& path) {
+  std::vector<std::string> out;
+  std::istringstream in(ReadText(path));
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// "epoch step i j k ..." -> epoch, step, indices.
+struct StepRecord {
+  std::int64_t epoch = 0;
+  std::int64_t step = 0;
+  std::vector<std::int64_t> indices;
+};
+StepRecord ParseRecord(const std::string& line) {
+  StepRecord r;
+  std::istringstream in(line);
+  in >> r.epoch >> r.step;
+  for (std::int64_t i; in >> i;) r.indices.push_back(i);
+  return r;
+}
+
+class WorkerRecoveryTest : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/accel_recovery_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  std::vector<RankRun> Run(int world, const std::string& tag, const std::string& mode, int step,
+                           const std::string& die) {
+    return RunRanks(ACCEL_WORKER_ELASTIC_RANK, world, kPerMachine,
+                    {dir_, tag, mode, std::to_string(step), dir_ + "/ckpt", die},
+                    {{"ACCELERATE_GRADIENT_ACCUMULATION_STEPS", std::to_string(GetParam())}}, dir_,
+                    tag, kDeadline);
+  }
+
+  void WriteGeneration(int machine, const Generation& g) {
+    std::string error;
+    ASSERT_TRUE(
+        accel::worker::WriteGeneration(dir_ + "/gen_m" + std::to_string(machine), g, &error))
+        << error;
+  }
+
+  static Generation MakeGeneration(std::int64_t number, int machines, int machine) {
+    Generation g;
+    g.number = number;
+    g.world = machines * kPerMachine;
+    g.base_rank = machine * kPerMachine;
+    g.group_rank = machine;
+    g.group_world = machines;
+    g.local_world = kPerMachine;
+    g.store_attempt = number;
+    g.master_port = 29500 + static_cast<int>(number);
+    return g;
+  }
+
+  std::string Record(const std::string& tag, int rank) {
+    return dir_ + "/record_" + tag + "_" + std::to_string(rank) + ".txt";
+  }
+
+  std::string dir_;
+};
+
+TEST_P(WorkerRecoveryTest, ScaleDownInPlaceEqualsCheckpointResumedAtTheSmallerWorld) {
+  const int accumulation = GetParam();
+  const int kill_step = accumulation == 1 ? 3 : 2;  // completed steps when machine 2 dies
+
+  // The reference: world 6 to kill_step, a checkpoint, then world 4 from it.
+  auto saved = Run(6, "ref6", "save", kill_step, "-");
+  for (std::size_t r = 0; r < saved.size(); ++r) {
+    ASSERT_EQ(saved[r].exit_code, accel::kExitOk) << "ref6 rank " << r << ":\n" << saved[r].output;
+  }
+  auto resumed = Run(4, "ref4", "load", 0, "-");
+  for (std::size_t r = 0; r < resumed.size(); ++r) {
+    ASSERT_EQ(resumed[r].exit_code, accel::kExitOk) << "ref4 rank " << r << ":\n"
+                                                    << resumed[r].output;
+  }
+
+  // In place: generation 0 is 3 machines; when machine 2's ranks are dead, generation 1 is
+  // machines 0-1, in a new store namespace, as the elastic launcher publishes it.
+  for (int m = 0; m < 3; ++m) WriteGeneration(m, MakeGeneration(0, 3, m));
+  std::vector<RankRun> elastic;
+  std::thread ranks([&] { elastic = Run(6, "elastic", "full", kill_step, "4,5"); });
+  const auto end = std::chrono::steady_clock::now() + kDeadline;
+  bool dead = false;
+  while (!dead && std::chrono::steady_clock::now() < end) {
+    dead = fs::exists(dir_ + "/dead_4") && fs::exists(dir_ + "/dead_5");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const auto noticed = std::chrono::system_clock::now();
+  if (dead) {
+    for (int m = 0; m < 2; ++m) WriteGeneration(m, MakeGeneration(1, 2, m));
+  }
+  ranks.join();
+  ASSERT_TRUE(dead) << "machine 2's ranks never reached step " << kill_step;
+
+  // Machine 2's processes are gone; machines 0-1 finished in the processes that started at
+  // world 6, now at world 4.
+  for (int r = 4; r < 6; ++r) EXPECT_NE(elastic[r].exit_code, accel::kExitOk);
+  const std::regex start_line("start pid (\\d+) rank (\\d) world 6");
+  const std::regex end_line("end pid (\\d+) rank (\\d) world 4 steps \\d+ generation 1");
+  for (int r = 0; r < 4; ++r) {
+    ASSERT_EQ(elastic[r].exit_code, accel::kExitOk) << "rank " << r << ":\n" << elastic[r].output;
+    std::smatch first, last;
+    ASSERT_TRUE(std::regex_search(elastic[r].output, first, start_line)) << elastic[r].output;
+    ASSERT_TRUE(std::regex_search(elastic[r].output, last, end_line)) << elastic[r].output;
+    EXPECT_EQ(first[1], last[1]) << "rank " << r << " is not the same process";
+    EXPECT_EQ(first[2], last[2]) << "rank " << r << " changed rank";
+  }
+  // Every survivor completed a step at world 4 soon after the loss: well inside the 10 s collective
+  // deadline, so no survivor sat out a Gloo call on a peer that was gone or had moved on.
+  const std::regex recovered_line("recovered step \\d+ at unix ms (\\d+)");
+  double slowest = 0;
+  for (int r = 0; r < 4; ++r) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(elastic[r].output, m, recovered_line)) << elastic[r].output;
+    const auto at =
+        std::chrono::system_clock::time_point(std::chrono::milliseconds(std::stoll(m[1])));
+    slowest = std::max(slowest, std::chrono::duration<double>(at - noticed).count());
+  }
+  std::printf("loss noticed -> every survivor's first step at world 4: %.2f s\n", slowest);
+  EXPECT_LT(slowest, 8.0);
+  if (const auto at = elastic[0].output.find("[accel] generation 1"); at != std::string::npos) {
+    std::printf("%s\n",
+                elastic[0].output.substr(at, elastic[0].output.find('\n', at) - at).c_str());
+  }
+
+  // The same parameters as the checkpoint resumed at world 4.
+  const auto got = ReadParams(dir_ + "/params_elastic.bin");
+  const auto want = ReadParams(dir_ + "/params_ref4.bin");
+  ASSERT_FALSE(want.empty());
+  ASSERT_EQ(got.size(), want.size());
+  const double rel = RelDiff(got, want);
+  std::printf("accumulation %d: in place vs checkpoint resumed at world 4: rel diff %.3g\n",
+              accumulation, rel);
+  EXPECT_LT(rel, 1e-6);
+
+  // The same samples, step by step: each surviving rank's record is the reference's (world 6
+  // up to the kill, world 4 after); machine 2's ends at the kill.
+  for (int r = 0; r < 6; ++r) {
+    std::vector<std::string> want_lines = Lines(Record("ref6", r));
+    if (r < 4) {
+      const auto after = Lines(Record("ref4", r));
+      want_lines.insert(want_lines.end(), after.begin(), after.end());
+    }
+    EXPECT_EQ(Lines(Record("elastic", r)), want_lines) << "rank " << r;
+  }
+
+  // And the sampler's record: every sample of every epoch trained exactly once.
+  std::map<std::int64_t, std::multiset<std::int64_t>> trained;
+  std::set<std::int64_t> steps;
+  for (int r = 0; r < 6; ++r) {
+    for (const auto& line : Lines(Record("elastic", r))) {
+      StepRecord rec = ParseRecord(line);
+      steps.insert(rec.step);
+      trained[rec.epoch].insert(rec.indices.begin(), rec.indices.end());
+    }
+  }
+  ASSERT_EQ(trained.size(), static_cast<std::size_t>(kEpochs));
+  for (const auto& [epoch, samples] : trained) {
+    EXPECT_EQ(samples.size(), static_cast<std::size_t>(kSamples)) << "epoch " << epoch;
+    for (std::int64_t i = 0; i < kSamples; ++i) {
+      EXPECT_EQ(samples.count(i), 1u) << "epoch " << epoch << " sample " << i;
+    }
+  }
+  EXPECT_EQ(*steps.begin(), 1);
+  EXPECT_EQ(static_cast<std::int64_t>(steps.size()), *steps.rbegin()) << "a step number missing";
+}
+
+std::string AccumulationName(const ::testing::TestParamInfo<int>& p) {
+  return "Accumulation" + std::to_string(p.param);
+}
+INSTANTIATE_TEST_SUITE_P(Elastic, WorkerRecoveryTest, ::testing::Values(1, 2), AccumulationName);
+
+}  // namespace

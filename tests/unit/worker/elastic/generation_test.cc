@@ -1,0 +1,77 @@
+#include "worker/src/elastic/generation.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+namespace accel::worker {
+namespace {
+
+Generation Sample(std::int64_t number) {
+  Generation g;
+  g.number = number;
+  g.world = 4;
+  g.base_rank = 2;
+  g.group_rank = 1;
+  g.group_world = 2;
+  g.local_world = 2;
+  g.store_attempt = 7;
+  g.master_port = 29511;
+  return g;
+}
+
+TEST(GenerationTest, FormatParsesBack) {
+  std::string error;
+  auto g = ParseGeneration(Sample(3).Format(), &error);
+  ASSERT_TRUE(g.has_value()) << error;
+  EXPECT_EQ(g->Format(), Sample(3).Format());
+}
+
+TEST(GenerationTest, MissingOrInconsistentValuesAreRefused) {
+  std::string error;
+  EXPECT_FALSE(ParseGeneration("generation=1\nworld=4\n", &error));
+  EXPECT_NE(error.find("no base_rank"), std::string::npos) << error;
+  Generation g = Sample(1);
+  g.base_rank = 3;  // 3 + 2 local ranks > world 4
+  EXPECT_FALSE(ParseGeneration(g.Format(), &error));
+  EXPECT_NE(error.find("inconsistent"), std::string::npos) << error;
+  EXPECT_FALSE(ParseGeneration("generation=x\n", &error));
+  EXPECT_NE(error.find("malformed"), std::string::npos) << error;
+}
+
+TEST(GenerationTest, WatchCallsOnceForANewerGenerationAndWaitReturnsIt) {
+  char tmpl[] = "/tmp/accel_generation_XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string path = std::string(tmpl) + "/gen";
+  std::string error;
+  ASSERT_TRUE(WriteGeneration(path, Sample(0), &error)) << error;
+  std::atomic<int> calls{0};
+  {
+    GenerationWatch watch(
+        path, 0, [&](std::int64_t) { ++calls; }, std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(calls.load(), 0);  // generation 0 is the known one
+    ASSERT_TRUE(WriteGeneration(path, Sample(1), &error)) << error;
+    auto g = WaitForGeneration(path, 0, std::chrono::seconds(5), &error);
+    ASSERT_TRUE(g.has_value()) << error;
+    EXPECT_EQ(g->number, 1);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (calls.load() == 0 && std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(calls.load(), 1);
+    watch.set_known(1);
+  }
+  EXPECT_FALSE(WaitForGeneration(path, 1, std::chrono::milliseconds(50), &error).has_value());
+  EXPECT_NE(error.find("still generation 1"), std::string::npos) << error;
+  std::filesystem::remove_all(tmpl);
+}
+
+}  // namespace
+}  // namespace accel::worker
