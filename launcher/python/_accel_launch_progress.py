@@ -252,8 +252,9 @@ class _DdpSync:
     has its gradients: the collective is done, the wait timed.
     Which parameter: DDP requires every parameter to get a gradient in every backward that syncs
     unless find_unused_parameters is set; then every parameter is hooked and the first to run
-    in a backward counts it (_pending; cleared by the second callback, or by the next optimizer
-    step after a backward that failed and ran no callbacks)."""
+    in a backward counts it (_pending: cleared by the second callback, or by the next optimizer
+    step after a backward that failed and ran no callbacks). A failed backward without it
+    leaves nothing behind: the one hook runs once per backward."""
 
     def __init__(self, engine, ddp):
         self._queue = engine.queue_callback
@@ -262,28 +263,31 @@ class _DdpSync:
         self._handles = []
         self._backward_done_cb, self._synced_cb = self._backward_done, self._synced
         params = [p for p in ddp.parameters() if p.requires_grad]
-        self._params = params[-1:]
+        self._params, self._hook = params[-1:], self._hook_one
         if getattr(ddp, "find_unused_parameters", False):
-            self._params = params
+            self._params, self._hook = params, self._hook_first
             _STEP_CLEARS.add(self)
 
     def attach(self):
         if not self._handles:
-            self._handles = [p.register_hook(self.hook) for p in self._params]
+            self._handles = [p.register_hook(self._hook) for p in self._params]
 
     def detach(self):
         while self._handles:
             self._handles.pop().remove()
 
-    def hook(self, _grad):
-        if not self._pending:
-            ddp = self._ddp()
-            if ddp is not None and ddp.require_forward_param_sync and _record.live:
+    def _hook_one(self, _grad):  # runs once in every backward
+        ddp = self._ddp()
+        if ddp is not None and ddp.require_forward_param_sync and _record.live:
+            try:
+                self._queue(self._backward_done_cb)
                 self._pending = True
-                try:
-                    self._queue(self._backward_done_cb)
-                except Exception:
-                    self._pending = False
+            except Exception:
+                pass
+
+    def _hook_first(self, grad):  # on every parameter: the first to run in a backward counts
+        if not self._pending:
+            self._hook_one(grad)
 
     def _backward_done(self):
         _record.started(True)
@@ -297,7 +301,7 @@ class _DdpSync:
         _record.done(True)
 
 
-_SYNCS = weakref.WeakSet()  # every DDP model's _DdpSync
+_SYNCS = weakref.WeakKeyDictionary()  # DDP model: its _DdpSync
 _STEP_CLEARS = weakref.WeakSet()  # those whose _pending an optimizer step clears
 
 
@@ -315,8 +319,7 @@ def _count_ddp(torch):
         try:
             sync = _DdpSync(engine, self)
             sync.attach()
-            self._accel_launch_sync = sync  # lives as long as the model
-            _SYNCS.add(sync)
+            _SYNCS[self] = sync
         except Exception:
             pass
 
@@ -327,7 +330,7 @@ def _switch(on):
     """Every patch and DDP hook on or off (bench/python_progress_blocks.py measures the cost)."""
     for owner, name, wrapper in _PATCHES:
         setattr(owner, name, wrapper if on else wrapper.__wrapped__)
-    for sync in list(_SYNCS):
+    for sync in list(_SYNCS.values()):
         sync.attach() if on else sync.detach()
 
 
