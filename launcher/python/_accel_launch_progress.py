@@ -26,6 +26,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 
 _STEP, _STARTED, _DONE, _WAIT_NS, _SAMPLES, _WAIT_SINCE = range(6)
 _WORDS = 6
@@ -94,6 +95,9 @@ class _Record:
         if self.live:
             with self._lock:
                 self._add(_STEP)
+            if _STEP_CLEARS:
+                for sync in list(_STEP_CLEARS):
+                    sync._pending = False
 
     def started(self, timed):
         if self.live:
@@ -117,6 +121,14 @@ class _Record:
 
 _record = None
 _tls = threading.local()  # .depth: collectives entered on this thread
+# What _install replaced: (owner, attribute name, wrapper); wrapper.__wrapped__ is the original.
+# bench/python_progress_blocks.py swaps them back and forth to measure what they cost.
+_PATCHES = []
+
+
+def _patch(owner, name, wrapper):
+    setattr(owner, name, wrapper)
+    _PATCHES.append((owner, name, wrapper))
 
 
 # --- optimizer steps --------------------------------------------------------------------------
@@ -128,16 +140,29 @@ def _wraps_another(optimizer, optimizer_type):
     return False
 
 
+def _step_counter(Optimizer):
+    """A function of an optimizer that counts its step, unless it wraps another optimizer (whose
+    step counts). Decided once per optimizer class: the look-up costs more than the count."""
+    wraps = {}
+
+    def count(optimizer):
+        cls = type(optimizer)
+        wrapper = wraps.get(cls)
+        if wrapper is None:
+            wrapper = wraps[cls] = _wraps_another(optimizer, Optimizer)
+        if not wrapper:
+            _record.step()
+
+    return count
+
+
 def _count_steps(torch):
     optimizer_module = sys.modules["torch.optim.optimizer"]
     Optimizer = optimizer_module.Optimizer
+    count = _step_counter(Optimizer)
     register = getattr(optimizer_module, "register_optimizer_step_post_hook", None)
     if register is not None:  # torch >= 2.0
-        def post_hook(optimizer, args, kwargs):
-            if not _wraps_another(optimizer, Optimizer):
-                _record.step()
-
-        register(post_hook)
+        register(lambda optimizer, args, kwargs: count(optimizer))
         return
     # torch 1.13: Optimizer.__init__ wraps each optimizer class's step so that every step ends in
     # self._optimizer_step_code(), an empty method kept for the profiler.
@@ -145,11 +170,10 @@ def _count_steps(torch):
 
     @functools.wraps(original)
     def _optimizer_step_code(self):
-        if not _wraps_another(self, Optimizer):
-            _record.step()
+        count(self)
         return original(self)
 
-    Optimizer._optimizer_step_code = _optimizer_step_code
+    _patch(Optimizer, "_optimizer_step_code", _optimizer_step_code)
 
 
 # --- torch.distributed collectives ------------------------------------------------------------
@@ -209,53 +233,76 @@ def _count_collectives(dist):
         if fn is None or not callable(fn):
             continue
         wrapped = _wrap_collective(fn)
-        setattr(dist, name, wrapped)
+        _patch(dist, name, wrapped)
         if c10d is not None and getattr(c10d, name, None) is fn:
-            setattr(c10d, name, wrapped)  # the object collectives call these by module global
+            _patch(c10d, name, wrapped)  # the object collectives call these by module global
 
 
 # --- DDP's gradient all-reduce ----------------------------------------------------------------
 
-def _first_grad_tensor(torch, output):
-    for _ in range(3):
-        if isinstance(output, torch.Tensor):
-            return output if output.requires_grad else None
-        if isinstance(output, (list, tuple)) and output:
-            output = next((o for o in output if isinstance(o, torch.Tensor) and o.requires_grad),
-                          output[0])
-        elif isinstance(output, dict) and output:
-            output = next(iter(output.values()))
-        else:
-            return None
-    return None
-
-
 class _DdpSync:
-    """One DDP gradient synchronisation (every bucket's all-reduce of one backward) counted as one
-    collective, without touching DDP's own path. A hook on the forward's output, which runs when
-    backward begins, queues a callback on the autograd engine; it runs when backward's compute is
-    done, where the rank starts to depend on its peers (DDP's own end-of-backward callback, queued
-    meanwhile, waits for the buckets next): the collective starts there, and a second callback,
-    queued then, runs once DDP has its gradients: the collective is done, the wait timed."""
+    """One DDP model's gradient synchronisations (every bucket's all-reduce of one backward),
+    each counted as one collective, without touching DDP's own path. A hook on one of its
+    parameters (registered once; a hook on a tensor of each step costs far more) runs during
+    every backward and, when the last forward asked for a sync, queues a callback on the
+    autograd engine. That runs when backward's compute is done, where the rank starts to depend
+    on its peers; DDP's own end-of-backward callback, queued later (when its last bucket became
+    ready: after this hook, which runs before DDP's hook on the same parameter), then waits for
+    the buckets. The collective starts there, and a second callback, queued then, runs once DDP
+    has its gradients: the collective is done, the wait timed.
+    Which parameter: DDP requires every parameter to get a gradient in every backward that syncs
+    unless find_unused_parameters is set; then every parameter is hooked and the first to run
+    in a backward counts it (_pending: cleared by the second callback, or by the next optimizer
+    step after a backward that failed and ran no callbacks). A failed backward without it
+    leaves nothing behind: the one hook runs once per backward."""
 
-    def __init__(self, engine):
-        self._engine = engine
+    def __init__(self, engine, ddp):
+        self._queue = engine.queue_callback
+        self._ddp = weakref.ref(ddp)
+        self._pending = False
+        self._handles = []
+        self._backward_done_cb, self._synced_cb = self._backward_done, self._synced
+        params = [p for p in ddp.parameters() if p.requires_grad]
+        self._params, self._hook = params[-1:], self._hook_one
+        if getattr(ddp, "find_unused_parameters", False):
+            self._params, self._hook = params, self._hook_first
+            _STEP_CLEARS.add(self)
 
-    def hook(self, _grad):
-        try:
-            self._engine.queue_callback(self._backward_done)
-        except Exception:
-            pass
+    def attach(self):
+        if not self._handles:
+            self._handles = [p.register_hook(self._hook) for p in self._params]
+
+    def detach(self):
+        while self._handles:
+            self._handles.pop().remove()
+
+    def _hook_one(self, _grad):  # runs once in every backward
+        ddp = self._ddp()
+        if ddp is not None and ddp.require_forward_param_sync and _record.live:
+            try:
+                self._queue(self._backward_done_cb)
+                self._pending = True
+            except Exception:
+                pass
+
+    def _hook_first(self, grad):  # on every parameter: the first to run in a backward counts
+        if not self._pending:
+            self._hook_one(grad)
 
     def _backward_done(self):
         _record.started(True)
         try:
-            self._engine.queue_callback(self._synced)
+            self._queue(self._synced_cb)
         except Exception:
             self._synced()
 
     def _synced(self):
+        self._pending = False
         _record.done(True)
+
+
+_SYNCS = weakref.WeakKeyDictionary()  # DDP model: its _DdpSync
+_STEP_CLEARS = weakref.WeakSet()  # those whose _pending an optimizer step clears
 
 
 def _count_ddp(torch):
@@ -263,20 +310,28 @@ def _count_ddp(torch):
     if parallel is None:
         return
     DDP = parallel.DistributedDataParallel
-    original = DDP.forward
-    sync = _DdpSync(torch.autograd.Variable._execution_engine)
+    original = DDP.__init__
+    engine = torch.autograd.Variable._execution_engine
 
     @functools.wraps(original)
-    def forward(self, *inputs, **kwargs):
-        output = original(self, *inputs, **kwargs)
-        if (_record.live and torch.is_grad_enabled() and
-                getattr(self, "require_backward_grad_sync", False)):
-            tensor = _first_grad_tensor(torch, output)
-            if tensor is not None:
-                tensor.register_hook(sync.hook)
-        return output
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        try:
+            sync = _DdpSync(engine, self)
+            sync.attach()
+            _SYNCS[self] = sync
+        except Exception:
+            pass
 
-    DDP.forward = forward
+    _patch(DDP, "__init__", __init__)
+
+
+def _switch(on):
+    """Every patch and DDP hook on or off (bench/python_progress_blocks.py measures the cost)."""
+    for owner, name, wrapper in _PATCHES:
+        setattr(owner, name, wrapper if on else wrapper.__wrapped__)
+    for sync in list(_SYNCS.values()):
+        sync.attach() if on else sync.detach()
 
 
 # --- samples ----------------------------------------------------------------------------------
@@ -307,7 +362,7 @@ def _count_samples(torch):
         _record.samples(_batch_size(torch, batch))
         return batch
 
-    base.__next__ = __next__
+    _patch(base, "__next__", __next__)
 
 
 # --- torch's import -----------------------------------------------------------------------------

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""The Python progress module's counts (launcher/python/_accel_launch_progress.py) against a
+reference, in one process (DDP over gloo, world size 1: every hook and callback runs): for each
+generated case — find_unused_parameters off/on, 1 to 3 micro-steps per optimizer step (all but
+the last under no_sync), a forward under no_grad between steps, a backward that fails (without
+find_unused_parameters; DDP cannot go on after one with it) — the record must hold one step per
+optimizer step and one collective started and done per backward in which DDP synchronised, plus
+its parameter broadcast at construction; nothing waiting at the end. Exit 77 without torch.
+Usage: python_progress_counts_test.py <launcher/python>
+"""
+import importlib
+import itertools
+import os
+import struct
+import sys
+import tempfile
+
+try:
+    import torch
+    import torch.distributed as dist
+except ImportError:
+    sys.exit(77)
+
+
+class Boom(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError("boom")
+
+
+class Net(torch.nn.Module):
+    def __init__(self, unused):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(4, 8), torch.nn.Linear(8, 2)
+        self.unused = torch.nn.Linear(2, 2) if unused else None
+
+    def forward(self, x, boom=False):
+        h = torch.relu(self.a(x))
+        return self.b(Boom.apply(h) if boom else h)
+
+
+def words(path):
+    with open(path, "rb") as f:
+        return struct.unpack("<6Q", f.read(48))
+
+
+def run_case(path, find_unused, micro, steps, fail_at):
+    """Trains; returns (steps, syncs) as the reference counts them."""
+    model = torch.nn.parallel.DistributedDataParallel(Net(find_unused),
+                                                      find_unused_parameters=find_unused)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, syncs, done_steps = torch.randn(8, 4), 1, 0  # 1: DDP's broadcast at construction
+    for step in range(steps):
+        if step == fail_at:  # a backward that fails in its middle: DDP does not sync
+            try:
+                model(x, boom=True).sum().backward()
+            except RuntimeError:
+                pass
+            break
+        for m in range(micro):
+            last = m + 1 == micro
+            with (model.no_sync() if not last else open(os.devnull)):
+                model(x).sum().backward()
+            syncs += last
+        with torch.no_grad():
+            model(x)  # an evaluation between steps
+        opt.step()
+        opt.zero_grad()
+        done_steps += 1
+    return done_steps, syncs
+
+
+def main():
+    sys.path.insert(0, sys.argv[1])
+    module = importlib.import_module("_accel_launch_progress")
+    work = tempfile.mkdtemp()
+    dist.init_process_group("gloo", init_method=f"file://{work}/store", world_size=1, rank=0)
+    path = os.path.join(work, "progress")
+    module._record = module._Record(path)
+    module._install(torch)
+    failures, cases = 0, 0
+    for find_unused, micro, steps, fail_at in itertools.product(
+            (False, True), (1, 2, 3), (1, 4), (None, 0, 2)):
+        if fail_at is not None and (find_unused or fail_at >= steps):
+            continue
+        before = words(path)
+        want_steps, want_syncs = run_case(path, find_unused, micro, steps, fail_at)
+        after = words(path)
+        got = [after[i] - before[i] for i in range(3)]
+        cases += 1
+        if got != [want_steps, want_syncs, want_syncs] or after[5] != 0:
+            failures += 1
+            print(f"FAIL find_unused={find_unused} micro={micro} steps={steps} "
+                  f"fail_at={fail_at}: steps/started/done {got}, want "
+                  f"{[want_steps, want_syncs, want_syncs]}; wait since {after[5]}")
+    print(f"{cases - failures}/{cases} cases")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
