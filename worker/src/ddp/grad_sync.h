@@ -153,6 +153,9 @@ class GradSync {
   std::vector<BucketTiming> last_timings() const;
 
  private:
+  // Buckets handed to the communication thread at once: one running, the next one queued.
+  static constexpr std::size_t kMaxInFlight = 2;
+
   using Clock = std::chrono::steady_clock;
 
   // Moves each parameter's hook to its current gradient accumulator (a new one after set_()).
