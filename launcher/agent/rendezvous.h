@@ -2,8 +2,8 @@
 //
 // Owns the server when this machine hosts it (machine 0 of a multi-machine job binds
 // main_process_ip:main_process_port when that address is its own, else 0.0.0.0 with a notice,
-// and advertises main_process_ip; a single machine with more than one process binds 127.0.0.1
-// on a free port) and the client every agent uses:
+// and advertises main_process_ip; a single machine with more than one process serves on a Unix
+// socket in a private directory) and the client every agent uses:
 // Join an attempt, Watch it (server events wake the supervisor through an AbortChannel), report
 // how the local workers ended. A one-process job has no AgentRendezvous at all.
 //
@@ -48,8 +48,10 @@ class AgentRendezvous {
                   absl::Duration rdzv_timeout, std::string tls_ca_path = "");
   ~AgentRendezvous();
 
-  // Returns host:port of the rendezvous server.
+  // Returns host:port of the rendezvous server, or unix:PATH (a one-machine job).
   const std::string& endpoint() const { return endpoint_; }
+  // Returns how this machine's connections to it are secured (rendezvous/grpc/transport.h).
+  std::string transport() const;
 
   // Stops the previous watch and clears `abort`, joins the next attempt (interruptible: a signal
   // on `signals` ends the launcher with ExitCodeForSignal(N)), then watches it: abort, restart,

@@ -42,8 +42,8 @@ class Context:
         self.next_port = 29700
         self.count = 0
         self.last_work = ""  # the directory of the last trial's job (logs, scratch)
-        self._clean = None
-        self.clean_seconds = 0.0  # how long the undisturbed run took (set with _clean)
+        self._clean = {}  # steps -> checksum of an undisturbed run
+        self.clean_seconds = 0.0  # how long the undisturbed FINITE_STEPS run took
 
     def job(self, name: str, run_id: str = None) -> Job:
         self.count += 1
@@ -53,17 +53,18 @@ class Context:
         return Job(self.cluster, self.tools, work,
                    f"flt-{name}-{self.count}" if run_id is None else run_id, self.next_port)
 
-    def clean_checksum(self) -> str:
-        """The checksum of an undisturbed FINITE_STEPS run (computed once)."""
-        if self._clean is None:
+    def clean_checksum(self, steps: int = FINITE_STEPS) -> str:
+        """The checksum of an undisturbed run of `steps` steps (computed once per count)."""
+        if steps not in self._clean:
             job = self.job("clean")
             job.start(["--rdzv_token_file", job.token_file("token", "clean-secret")],
-                      finite_program(self))
+                      finite_program(self, ["--steps", str(steps)]))
             start = time.monotonic()
-            job.finish(180)
-            self.clean_seconds = time.monotonic() - start
-            self._clean = job.checksum()
-        return self._clean
+            job.finish(600)
+            if steps == FINITE_STEPS:
+                self.clean_seconds = time.monotonic() - start
+            self._clean[steps] = job.checksum()
+        return self._clean[steps]
 
 
 def finite_program(ctx: Context, extra: list = ()) -> list:

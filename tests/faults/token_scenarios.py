@@ -4,7 +4,7 @@ import subprocess
 import time
 
 from intruder_verdict import intruder_verdict, third_party_verdict
-from scenarios import Outcome, finite_program, has
+from scenarios import FINITE_STEPS, Outcome, finite_program, has
 
 
 def third_party(ctx):
@@ -12,9 +12,14 @@ def third_party(ctx):
     and the run id but not the token tries to read and write the job's store, join it and abort
     it with a forged failure report, while the job trains. Passes when every try is refused and
     the job finishes with the checksum of an undisturbed run. "s": the intruder's run."""
-    clean = ctx.clean_checksum()  # first: the run's logs are the trial's
+    # Long enough for every try to meet the job while it trains: over TCP a refusal is a failed
+    # TLS handshake, said after a few attempts (rendezvous/grpc/channel.h), and training on a
+    # quiet machine takes ~10 ms a step.
+    steps = FINITE_STEPS * 4
+    clean = ctx.clean_checksum(steps)  # first: the run's logs are the trial's
     job = ctx.job("third-party")
-    job.start(["--rdzv_token_file", job.token_file("token", "s3cret")], finite_program(ctx))
+    job.start(["--rdzv_token_file", job.token_file("token", "s3cret")],
+              finite_program(ctx, ["--steps", str(steps)]))
     if not job.wait_training(min_step=2):
         job.finish(5)
         return Outcome(0, False, False, False, "training never started: " + job.log(0)[-300:])
