@@ -3,7 +3,7 @@
   attacker.py squat --bind H:P --cert C --key K --out F --seconds S
       a TLS server on H:P with its own certificate (a port squatter, or a man in the middle that
       terminates TLS): records every byte it is sent, raw (F.raw) and decrypted (F.plain), and
-      how many handshakes completed (F.json)
+      how many handshakes completed (F.json); ends after S seconds or at SIGTERM
   attacker.py flood --target H:P --cert C --key K --seconds S
                     [--connections N] [--streams M] [--stream_mib B] [--slow K]
       for S seconds keeps N idle TCP connections open, M TLS connections that each try to send a
@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import resource
+import signal
 import socket
 import ssl
 import struct
@@ -50,7 +51,9 @@ def squat(args) -> int:
     plain = bytearray()
     stats = {"connections": 0, "handshakes_completed": 0}
     end = time.monotonic() + args.seconds
-    while time.monotonic() < end:
+    stop = []  # SIGTERM (the scenario is done with it) ends it early; its files are still written
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    while time.monotonic() < end and not stop:
         try:
             conn, _ = listener.accept()
         except socket.timeout:
@@ -61,7 +64,7 @@ def squat(args) -> int:
         tls = ctx.wrap_bio(incoming, outgoing, server_side=True)
         done = False
         conn_end = min(end, time.monotonic() + 5)
-        while time.monotonic() < conn_end:
+        while time.monotonic() < conn_end and not stop:
             try:
                 data = conn.recv(65536)
             except socket.timeout:

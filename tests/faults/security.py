@@ -40,6 +40,19 @@ def in_ns(ctx, machine: int, argv: list, **kwargs) -> subprocess.Popen:
     return subprocess.Popen(["ip", "netns", "exec", ctx.cluster.ns[machine]] + argv, **kwargs)
 
 
+def wait_launchers(job, timeout: float) -> bool:
+    """Waits until both launchers have exited (at most `timeout` s). A scenario's own tool in a
+    machine's namespace (tcpdump, the squatter) must be stopped after this and before
+    job.finish, which waits until no process at all is left in either namespace: otherwise the
+    job seems to end only when the tool does."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if all(p is None or p.poll() is not None for p in job.procs):
+            return True
+        time.sleep(0.02)
+    return False
+
+
 # ---- pcap ----------------------------------------------------------------------------------
 
 
@@ -132,10 +145,11 @@ def capture_replay(ctx):
         out, _ = replay.communicate(payload, timeout=30)
         replies.append(out)
     still_running = all(p.poll() is None for p in job.procs)
-    ended = job.finish(240)
+    ended = wait_launchers(job, 240)
     seconds = time.monotonic() - start
-    dump.terminate()
+    dump.terminate()  # the capture holds the job's end: tcpdump -U writes each packet at once
     dump.wait(timeout=10)
+    ended = job.finish(10) and ended  # nothing of the job is left behind
     streams = tcp_streams(pcap, port)
     with open(pcap, "rb") as f:
         wire = f.read()
@@ -206,10 +220,11 @@ def squatter(ctx):
     time.sleep(1.5)
     start = time.monotonic()
     job.start(["--rdzv_token_file", job.token_file("token", TOKEN), "--rdzv_timeout", "20"])
-    ended = job.finish(30)
+    ended = wait_launchers(job, 30)
     seconds = time.monotonic() - start
-    squat.terminate()
+    squat.terminate()  # its files are written when it ends (SIGTERM: python's default ends it)
     squat.wait(timeout=30)
+    ended = job.finish(10) and ended
     try:
         with open(out + ".raw", "rb") as f:
             raw = f.read()
