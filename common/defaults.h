@@ -52,6 +52,10 @@ inline constexpr milliseconds kProbeUnansweredLost{1500};
 inline constexpr seconds kSilentLost{30};
 // Deadline of a single unary RPC (KV Set/Get without wait, Abort report).
 inline constexpr seconds kRpcDeadline{10};
+// The longest a launcher stopped by a signal waits to tell the rendezvous so
+// (RendezvousClient::ReportStopping): machine 0's server, signalled at the same moment, may be
+// gone, and the launcher must end well within a scheduler's kill wait.
+inline constexpr milliseconds kStoppingReportDeadline{2000};
 // Backoff while the rendezvous server is not up yet.
 inline constexpr milliseconds kConnectBackoffInitial{50};
 inline constexpr milliseconds kConnectBackoffMax{1000};

@@ -302,7 +302,8 @@ void AgentRendezvous::ReportInterrupted(std::int64_t attempt, int signal,
   cause.signal = signal;
   cause.message = absl::StrCat("machine ", request_.machine_rank, ": launcher ",
                                DescribeLauncherSignal(signal, sender));
-  (void)client_->ReportFailure(attempt, cause);
+  // Not held for a server that has gone: every machine may have been signalled at once.
+  (void)client_->ReportStopping(attempt, cause);
 }
 
 void AgentRendezvous::ReportSpawnFailure(std::int64_t attempt, const absl::Status& error) {

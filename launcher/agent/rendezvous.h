@@ -63,7 +63,7 @@ class AgentRendezvous {
   // Tells the server a local worker failed: a restart request when `restart`, else an abort.
   void ReportFailure(std::int64_t attempt, const WorkerFailure& failure, bool restart);
   // Tells the server this launcher was interrupted by `signal` from program `sender` (aborts
-  // every machine).
+  // every machine), without waiting for a server that has gone (ReportStopping).
   void ReportInterrupted(std::int64_t attempt, int signal, const std::string& sender);
   // Tells the server a worker could not be started.
   void ReportSpawnFailure(std::int64_t attempt, const absl::Status& error);

@@ -1,6 +1,7 @@
 // The gRPC RendezvousClient: Join with retries, a Watch thread and a heartbeat thread.
 #include "rendezvous/grpc/rendezvous_client.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -145,6 +146,10 @@ class GrpcRendezvousClient final : public RendezvousClient {
   absl::Status ReportFailure(std::int64_t attempt, const RootCause& cause) override {
     return SendReport(v1::ReportRequest::FAILURE, attempt, cause, "report failure");
   }
+  absl::Status ReportStopping(std::int64_t attempt, const RootCause& cause) override {
+    return SendReport(v1::ReportRequest::FAILURE, attempt, cause, "report stopping",
+                      /*stopping=*/true);
+  }
   absl::Status ReportDone(std::int64_t attempt) override {
     return SendReport(v1::ReportRequest::DONE, attempt, RootCause{}, "report done");
   }
@@ -227,8 +232,10 @@ class GrpcRendezvousClient final : public RendezvousClient {
     return o;
   }
 
+  // `stopping`: ReportStopping's bounds (no wait for a connection, a short deadline).
   absl::Status SendReport(v1::ReportRequest::Kind kind, std::int64_t attempt,
-                          const RootCause& cause, std::string_view operation) {
+                          const RootCause& cause, std::string_view operation,
+                          bool stopping = false) {
     const Identity identity = CurrentIdentity();
     v1::ReportRequest request;
     request.set_run_id(identity.run_id);
@@ -237,15 +244,23 @@ class GrpcRendezvousClient final : public RendezvousClient {
     request.set_kind(kind);
     request.set_machine_secret(identity.secret);
     *request.mutable_cause() = ToProto(cause);
-    const absl::Time deadline = absl::Now() + options_.rpc_deadline;
+    const absl::Time deadline =
+        absl::Now() + (stopping ? std::min(options_.rpc_deadline,
+                                           absl::FromChrono(defaults::kStoppingReportDeadline))
+                                : options_.rpc_deadline);
     const std::string where = absl::StrCat(Av(operation), " to rendezvous at ", options_.endpoint);
     // A refused connection is said at once, not waited out (a stranger's forged report).
-    if (absl::Status connected = AwaitConnection(channel_, options_.endpoint, transport_, deadline);
+    if (absl::Status connected =
+            stopping ? absl::OkStatus()
+                     : AwaitConnection(channel_, options_.endpoint, transport_, deadline);
         !connected.ok()) {
       return absl::UnauthenticatedError(absl::StrCat(where, ": ", connected.message()));
     }
     grpc::ClientContext context;
     PrepareContext(context, metadata_token_, deadline);
+    // A server that has gone (or went away meanwhile) fails the call at once instead of holding
+    // it until the deadline.
+    if (stopping) context.set_wait_for_ready(false);
     v1::Ack ack;
     return FromGrpc(stub_->Report(&context, request, &ack), where);
   }
