@@ -115,9 +115,12 @@ def capture_replay(ctx):
         return Outcome(0, True, False, False, "tcpdump missing (scripts/install-deps)")
     clean = ctx.clean_checksum(CAPTURE_STEPS)
     job = ctx.job("capture-replay")
-    pcap = os.path.join(job.work, "m0.pcap")
-    dump = in_ns(ctx, 0, ["tcpdump", "-i", ctx.cluster.veth[0], "-U", "-s", "0", "-w", pcap,
-                          "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Everything (searched for the job's secrets), and the rendezvous port's streams alone (small:
+    # parsed for the replays while the job still trains, and checked to be TLS only).
+    pcap, rdzv_pcap = os.path.join(job.work, "m0.pcap"), os.path.join(job.work, "m0-rdzv.pcap")
+    dumps = [in_ns(ctx, 0, ["tcpdump", "-i", ctx.cluster.veth[0], "-U", "-s", "0", "-w", path]
+                   + what, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for path, what in ((pcap, ["tcp"]), (rdzv_pcap, ["tcp", "port", str(job.port)]))]
     time.sleep(1.0)
     start = time.monotonic()
     token = job.token_file("token", TOKEN)
@@ -135,7 +138,7 @@ def capture_replay(ctx):
     port = job.port
     # Every client stream captured so far (the launchers', the workers', status's), replayed at
     # once from machine 1 while the job trains.
-    payloads = [payload for (src, sport, dst, dport), payload in tcp_streams(pcap, port).items()
+    payloads = [payload for (_, _, dst, dport), payload in tcp_streams(rdzv_pcap, port).items()
                 if dport == port and dst == ctx.cluster.addr[0]]
     replays = [in_ns(ctx, 1, [ATTACKER[0], "-c", REPLAY_SNIPPET, ctx.cluster.addr[0], str(port)],
                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -147,10 +150,11 @@ def capture_replay(ctx):
     still_running = all(p.poll() is None for p in job.procs)
     ended = wait_launchers(job, 240)
     seconds = time.monotonic() - start
-    dump.terminate()  # the capture holds the job's end: tcpdump -U writes each packet at once
-    dump.wait(timeout=10)
+    for dump in dumps:  # the captures hold the job's end: tcpdump -U writes each packet at once
+        dump.terminate()
+        dump.wait(timeout=10)
     ended = job.finish(10) and ended  # nothing of the job is left behind
-    streams = tcp_streams(pcap, port)
+    streams = tcp_streams(rdzv_pcap, port)
     with open(pcap, "rb") as f:
         wire = f.read()
     # A host name shorter than 6 bytes ("vm") turns up by chance in megabytes of Gloo's tensor
