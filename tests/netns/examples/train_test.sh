@@ -25,18 +25,21 @@ common=(--use_cpu --num_machines 2 --main_process_ip "$addr0"
 chmod 600 "$work/token"
 
 # run_pair NAME "ARGS FOR MACHINE 0" "ARGS FOR MACHINE 1": both machines' train.bin, batch 4 per
-# process, $procs processes in all (default 2: one per machine); logs in $work/NAME.m0.log and
-# $work/NAME.m1.log; fails the test unless both exit 0.
+# process, $procs processes in all (default 2: one per machine), the launchers' own options
+# $launch0 / $launch1 (default none); logs in $work/NAME.m0.log and $work/NAME.m1.log; fails the
+# test unless both exit 0.
 run_pair() {
   local name=$1 m rc0=0 rc1=0
-  local -a extra0 extra1
+  local -a extra0 extra1 opts0 opts1
   read -r -a extra0 <<<"$2"
   read -r -a extra1 <<<"$3"
-  timeout -s KILL 120 ip netns exec "$ns0" "$launcher" "${common[@]}" --machine_rank 0 \
+  read -r -a opts0 <<<"${launch0:-}"
+  read -r -a opts1 <<<"${launch1:-}"
+  timeout -s KILL 120 ip netns exec "$ns0" "$launcher" "${common[@]}" --machine_rank 0 "${opts0[@]}" \
     --num_processes "${procs:-2}" --rdzv_token_file "$work/token" "$train" "${sizes[@]}" --batch-size 4 "${extra0[@]}" \
     >"$work/$name.m0.log" 2>&1 &
   local pid0=$!
-  timeout -s KILL 120 ip netns exec "$ns1" "$launcher" "${common[@]}" --machine_rank 1 \
+  timeout -s KILL 120 ip netns exec "$ns1" "$launcher" "${common[@]}" --machine_rank 1 "${opts1[@]}" \
     --num_processes "${procs:-2}" --rdzv_token_file "$work/token" "$train" "${sizes[@]}" --batch-size 4 "${extra1[@]}" \
     >"$work/$name.m1.log" 2>&1 &
   local pid1=$!
@@ -89,9 +92,8 @@ printf 'subjectAltName=IP:%s\n' "$addr0" >"$tls/san.ext"
 timeout 60 openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" \
   -CAcreateserial -days 1 -extfile "$tls/san.ext" -out "$tls/server.pem" >/dev/null 2>&1
 [[ -s $tls/server.pem ]] || { echo "openssl could not make the test certificates"; exit 1; }
-procs=4 run_pair user_tls \
-  "--steps 20 --tls_cert_file $tls/server.pem --tls_key_file $tls/server.key --tls_ca_file $tls/ca.pem" \
-  "--steps 20 --tls_ca_file $tls/ca.pem"
+procs=4 launch0="--tls_cert_file $tls/server.pem --tls_key_file $tls/server.key --tls_ca_file $tls/ca.pem" \
+  launch1="--tls_ca_file $tls/ca.pem" run_pair user_tls "--steps 20" "--steps 20"
 for m in 0 1; do
   grep -q "transport: *TLS with the user's certificates" "$work/user_tls.m$m.log" ||
     { echo "user_tls: machine $m's plan does not say the user's TLS"; cat "$work/user_tls.m$m.log"; exit 1; }
