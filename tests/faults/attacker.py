@@ -124,8 +124,9 @@ async def idle_connection(host, port, end, stats):
     while time.monotonic() < end:
         try:
             reader, writer = await asyncio.open_connection(host, port)
-        except OSError:
+        except OSError as e:
             stats["connect_failed"] += 1
+            stats.setdefault("first_connect_error", repr(e))
             await asyncio.sleep(0.5)
             continue
         stats["idle_opened"] += 1
@@ -143,8 +144,9 @@ async def big_stream(host, port, ctx, message, end, stats):
             reader, writer = await asyncio.wait_for(
                 asyncio.open_connection(host, port, ssl=ctx, server_hostname="accel-rendezvous"),
                 timeout=15)
-        except (OSError, ssl.SSLError, asyncio.TimeoutError):
+        except (OSError, ssl.SSLError, asyncio.TimeoutError) as e:
             stats["stream_handshake_refused"] += 1
+            stats.setdefault("first_handshake_error", repr(e))
             await asyncio.sleep(0.2)
             continue
         stats["stream_handshake_done"] += 1

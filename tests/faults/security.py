@@ -18,11 +18,9 @@ from scenarios import FINITE_STEPS, Outcome, finite_program
 HERE = os.path.dirname(os.path.abspath(__file__))
 ATTACKER = [shutil.which("python3") or "/usr/bin/python3", os.path.join(HERE, "attacker.py")]
 TOKEN = "6f1d2c9b8a7e4f30a1b2c3d4e5f60718293a4b5c6d7e8f9001122334455667788"
-# The capture and flood jobs train this many steps: long enough for a status query and replays,
-# or a flood, to meet them while they train. Their checksum is an undisturbed run's of as many.
-STEPS = FINITE_STEPS * 4
-# The capture's job also runs a preflight, a status query and every replay while it trains
-# (~10 ms a step on a quiet machine).
+# The capture's job trains this many steps (5-10 ms a step on a quiet machine): long enough for a
+# preflight, a status query and every replay to meet it while it trains. Its checksum is an
+# undisturbed run's of as many. The flood's job trains at least as many (outlasting_steps).
 CAPTURE_STEPS = FINITE_STEPS * 12
 
 
@@ -267,18 +265,33 @@ def launcher_rss_mb(ctx) -> float:
     return 0.0
 
 
+def outlasting_steps(ctx, seconds: float) -> int:
+    """A step count whose undisturbed run lasts at least `seconds` on this machine now: from
+    CAPTURE_STEPS's clean run (which it runs if need be), scaled up in multiples of FINITE_STEPS
+    when that run was shorter (a quiet machine trains a step in ~5 ms, a loaded one in 40)."""
+    ctx.clean_checksum(CAPTURE_STEPS)
+    took = ctx.clean_run_seconds[CAPTURE_STEPS]
+    if took >= seconds:
+        return CAPTURE_STEPS
+    need = CAPTURE_STEPS * seconds / max(took, 1.0)
+    return FINITE_STEPS * (int(need) // FINITE_STEPS + 1)
+
+
 def flood(connections: int, streams: int, slow: int, seconds: int):
     def trial(ctx):
         """Floods from a stranger on machine 1's network during training: idle connections,
         TLS connections that try to send a 16 MiB message, handshakes sent a byte a second.
         Passes when the job finishes with an undisturbed run's checksum, machine 0's launcher
         stays under 200 MB resident, no stranger's message got through, and machine 0 logs the
-        refused handshakes a few times, not once per connection."""
-        clean = ctx.clean_checksum(STEPS)
+        refused handshakes a few times, not once per connection. The job (as many steps as
+        last 15 s longer than the flood undisturbed) must still be training when the flood
+        ends: a flood against a finished job proves nothing."""
+        steps = outlasting_steps(ctx, seconds + 15)
+        clean = ctx.clean_checksum(steps)
         job = ctx.job(f"flood-{connections}")
         cert, key = self_signed(job.work)
         job.start(["--rdzv_token_file", job.token_file("token", TOKEN)],
-                  finite_program(ctx, ["--steps", str(STEPS)]))
+                  finite_program(ctx, ["--steps", str(steps)]))
         if not job.wait_training(min_step=2):
             job.finish(10)
             return Outcome(0, False, False, False, "training never started: " + job.log(0)[-300:])
@@ -293,6 +306,7 @@ def flood(connections: int, streams: int, slow: int, seconds: int):
             peak = max(peak, launcher_rss_mb(ctx))
             time.sleep(0.25)
         out, err = attacker.communicate()
+        during = all(p.poll() is None for p in job.procs)
         ended = job.finish(600)
         seconds_taken = time.monotonic() - start
         try:
@@ -302,9 +316,10 @@ def flood(connections: int, streams: int, slow: int, seconds: int):
         same = job.checksum() != "" and job.checksum() == clean
         lines = len(re.findall(r"TLS handshake(?:s)? failed", job.log(0)))
         got_through = stats.get("stream_fully_sent", 0)
-        root_ok = (stats.get("idle_opened", 0) >= connections and peak < 200 and
+        root_ok = (during and stats.get("idle_opened", 0) >= connections and peak < 200 and
                    got_through == 0 and 0 < lines <= 2 + seconds // 60)
-        note = (f"peak RSS {peak:.0f} MB, flood {stats}, handshake log lines {lines}, checksum "
+        note = (("" if during else "the job ended before the flood did; ") +
+                f"peak RSS {peak:.0f} MB, flood {stats}, handshake log lines {lines}, checksum "
                 f"{job.checksum()} vs {clean}, exit {job.codes}"
                 + ("" if stats else f"; attacker stderr {err[-300:]!r}"))
         return Outcome(seconds_taken, ended, root_ok, same and job.codes == [0, 0], note)
