@@ -284,9 +284,9 @@ def flood(connections: int, streams: int, slow: int, seconds: int):
         Passes when the job finishes with an undisturbed run's checksum, machine 0's launcher
         stays under 200 MB resident, no stranger's message got through, and machine 0 logs the
         refused handshakes a few times, not once per connection. The job (as many steps as
-        last 15 s longer than the flood undisturbed) must still be training when the flood
+        last twice the flood plus 10 s undisturbed) must still be training when the flood
         ends: a flood against a finished job proves nothing."""
-        steps = outlasting_steps(ctx, seconds + 15)
+        steps = outlasting_steps(ctx, 2 * seconds + 10)
         clean = ctx.clean_checksum(steps)
         job = ctx.job(f"flood-{connections}")
         cert, key = self_signed(job.work)
