@@ -58,6 +58,11 @@ def no_token_refused(ctx):
 
 
 def token_mismatch(ctx):
+    """Machine 1 has another token than machine 0: machine 1 refuses machine 0's server during
+    the TLS handshake (its certificate is not from machine 1's token) and says the token is
+    wrong; machine 0 sees only a handshake its peer abandoned (nothing of machine 1's join
+    reaches it, not even its machine_rank) and at rdzv_timeout names machine 1 as missing. Both
+    exit 3."""
     job = ctx.job("token-mismatch")
     good = job.token_file("token0", "the-right-secret")
     bad = job.token_file("token1", "a-wrong-secret")
@@ -66,7 +71,6 @@ def token_mismatch(ctx):
                                                      ["--rdzv_token_file", bad]))
     ended = job.finish(10)
     seconds = time.monotonic() - start
-    root_ok = ("token is wrong" in job.log(1) and
-               has(job.log(0), r"refused: a join claiming machine_rank 1 .*token is wrong"))
+    root_ok = "token is wrong" in job.log(1) and has(job.log(0), r"missing machine_rank 1")
     note = "" if root_ok else f"m0: {job.log(0)[-300:]!r} m1: {job.log(1)[-300:]!r}"
     return Outcome(seconds, ended, root_ok, job.codes == [3, 3], note)
