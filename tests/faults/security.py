@@ -111,7 +111,10 @@ def capture_replay(ctx):
     client stream to machine 0's port during training gets back nothing of the job."""
     if shutil.which("tcpdump") is None:
         return Outcome(0, True, False, False, "tcpdump missing (scripts/install-deps)")
-    clean = ctx.clean_checksum(CAPTURE_STEPS)
+    # Long enough (25 s undisturbed) for the preflight, the status query and every replay to
+    # meet it while it trains: 3000 steps took 10 s once on a quiet machine.
+    steps = outlasting_steps(ctx, 25)
+    clean = ctx.clean_checksum(steps)
     job = ctx.job("capture-replay")
     # Everything (searched for the job's secrets), and the rendezvous port's streams alone (small:
     # parsed for the replays while the job still trains, and checked to be TLS only).
@@ -123,7 +126,7 @@ def capture_replay(ctx):
     start = time.monotonic()
     token = job.token_file("token", TOKEN)
     job.start(["--rdzv_token_file", token, "--preflight"],
-              finite_program(ctx, ["--steps", str(CAPTURE_STEPS)]))
+              finite_program(ctx, ["--steps", str(steps)]))
     notes = []
     if not job.wait_training(min_step=5):
         notes.append("training never started: " + job.log(0)[-300:])
