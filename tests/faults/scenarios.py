@@ -68,6 +68,18 @@ class Context:
             self._clean[steps] = job.checksum()
         return self._clean[steps]
 
+    def outlasting_steps(self, seconds: float, base: int) -> int:
+        """A step count whose undisturbed run lasts at least `seconds` on this machine now:
+        `base` when its clean run (run here if need be) did, else scaled up in multiples of
+        FINITE_STEPS (a quiet machine trains a step in ~5 ms, a loaded one in 40). For jobs that
+        must still be training when a trial's stranger is done with them."""
+        self.clean_checksum(base)
+        took = self.clean_run_seconds[base]
+        if took >= seconds:
+            return base
+        need = base * seconds / max(took, 1.0)
+        return FINITE_STEPS * (int(need) // FINITE_STEPS + 1)
+
 
 def finite_program(ctx: Context, extra: list = ()) -> list:
     return [ctx.tools.train] + TRAIN_ARGS + ["--steps", str(FINITE_STEPS)] + list(extra)

@@ -20,7 +20,8 @@ ATTACKER = [shutil.which("python3") or "/usr/bin/python3", os.path.join(HERE, "a
 TOKEN = "6f1d2c9b8a7e4f30a1b2c3d4e5f60718293a4b5c6d7e8f9001122334455667788"
 # The capture's job trains this many steps (5-10 ms a step on a quiet machine): long enough for a
 # preflight, a status query and every replay to meet it while it trains. Its checksum is an
-# undisturbed run's of as many. The flood's job trains at least as many (outlasting_steps).
+# undisturbed run's of as many. Both it and the flood's job train more on a quiet machine
+# (Context.outlasting_steps).
 CAPTURE_STEPS = FINITE_STEPS * 12
 
 
@@ -113,7 +114,7 @@ def capture_replay(ctx):
         return Outcome(0, True, False, False, "tcpdump missing (scripts/install-deps)")
     # Long enough (25 s undisturbed) for the preflight, the status query and every replay to
     # meet it while it trains: 3000 steps took 10 s once on a quiet machine.
-    steps = outlasting_steps(ctx, 25)
+    steps = ctx.outlasting_steps(25, CAPTURE_STEPS)
     clean = ctx.clean_checksum(steps)
     job = ctx.job("capture-replay")
     # Everything (searched for the job's secrets), and the rendezvous port's streams alone (small:
@@ -268,18 +269,6 @@ def launcher_rss_mb(ctx) -> float:
     return 0.0
 
 
-def outlasting_steps(ctx, seconds: float) -> int:
-    """A step count whose undisturbed run lasts at least `seconds` on this machine now: from
-    CAPTURE_STEPS's clean run (which it runs if need be), scaled up in multiples of FINITE_STEPS
-    when that run was shorter (a quiet machine trains a step in ~5 ms, a loaded one in 40)."""
-    ctx.clean_checksum(CAPTURE_STEPS)
-    took = ctx.clean_run_seconds[CAPTURE_STEPS]
-    if took >= seconds:
-        return CAPTURE_STEPS
-    need = CAPTURE_STEPS * seconds / max(took, 1.0)
-    return FINITE_STEPS * (int(need) // FINITE_STEPS + 1)
-
-
 def flood(connections: int, streams: int, slow: int, seconds: int):
     def trial(ctx):
         """Floods from a stranger on machine 1's network during training: idle connections,
@@ -289,7 +278,7 @@ def flood(connections: int, streams: int, slow: int, seconds: int):
         refused handshakes a few times, not once per connection. The job (as many steps as
         last twice the flood plus 10 s undisturbed) must still be training when the flood
         ends: a flood against a finished job proves nothing."""
-        steps = outlasting_steps(ctx, 2 * seconds + 10)
+        steps = ctx.outlasting_steps(2 * seconds + 10, CAPTURE_STEPS)
         clean = ctx.clean_checksum(steps)
         job = ctx.job(f"flood-{connections}")
         cert, key = self_signed(job.work)

@@ -13,9 +13,9 @@ def third_party(ctx):
     it with a forged failure report, while the job trains. Passes when every try is refused and
     the job finishes with the checksum of an undisturbed run. "s": the intruder's run."""
     # Long enough for every try to meet the job while it trains: over TCP a refusal is a failed
-    # TLS handshake, said after a few attempts (rendezvous/grpc/channel.h), and training on a
-    # quiet machine takes ~10 ms a step.
-    steps = FINITE_STEPS * 4
+    # TLS handshake, said after a few attempts (rendezvous/grpc/channel.h); the tries took from
+    # 1.8 s to 14 s under load, and a quiet machine trains a step in ~5 ms.
+    steps = ctx.outlasting_steps(30, FINITE_STEPS * 4)
     clean = ctx.clean_checksum(steps)  # first: the run's logs are the trial's
     job = ctx.job("third-party")
     job.start(["--rdzv_token_file", job.token_file("token", "s3cret")],
