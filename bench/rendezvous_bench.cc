@@ -25,7 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "accel/rendezvous/v1/rendezvous.grpc.pb.h"
 #include "common/exit_codes.h"
-#include "rendezvous/grpc/auth.h"
+#include "rendezvous/grpc/channel.h"
 #include "rendezvous/grpc/server.h"
 #include "rendezvous/grpc/store_client.h"
 
@@ -33,6 +33,10 @@ namespace accel::rendezvous {
 namespace {
 
 constexpr char kToken[] = "bench-token";
+// --tls=1 (default): the launcher's own TCP transport, mutual TLS from the token
+// (rendezvous/grpc/transport.h); 0: plaintext, no token (rdzv_insecure), for comparison.
+bool g_tls = true;
+std::string Token() { return g_tls ? kToken : ""; }
 
 struct JoinRow {
   int agents = 0;
@@ -44,9 +48,11 @@ struct JoinRow {
 };
 
 std::shared_ptr<grpc::Channel> NewChannel(const std::string& endpoint) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection per channel, like agents
-  return grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
+  ChannelOptions options;
+  options.endpoint = endpoint;
+  options.token = Token();
+  options.own_connection = true;  // a connection per channel, like agents
+  return *MakeChannel(options);
 }
 
 double Percentile(std::vector<double> values, double p) {
@@ -61,7 +67,7 @@ JoinRow BenchJoin(int agents, int channel_count, bool with_machines, bool precon
   ServerOptions options;
   options.num_machines = agents;
   options.run_id = "bench";
-  options.token = kToken;
+  options.token = Token();
   options.rdzv_timeout = absl::Seconds(60);
   auto server = RendezvousServer::Start(options);
   if (!server.ok()) {
@@ -100,7 +106,6 @@ JoinRow BenchJoin(int agents, int channel_count, bool with_machines, bool precon
     call->request.set_agent_nonce(absl::StrCat("agent", rank));
     call->request.set_want_machines(with_machines);
     (*call->request.mutable_config_fingerprint())["mixed_precision"] = "fp16";
-    call->context.AddMetadata(kTokenMetadataKey, kToken);
     call->context.set_wait_for_ready(true);
     call->context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(90)));
     calls.push_back(std::move(call));
@@ -154,14 +159,14 @@ double ResidentMiB() {
 void BenchKvMemory(int entries, int cap_mib) {
   ServerOptions options;
   options.run_id = "bench";
-  options.token = kToken;
+  options.token = Token();
   options.limits.max_total_bytes = static_cast<std::int64_t>(cap_mib) << 20;
   auto server = RendezvousServer::Start(options);
   if (!server.ok()) std::exit(accel::kExitWorkerFailed);
   constexpr int kThreads = 4;
   std::vector<std::unique_ptr<Store>> stores;
   for (int t = 0; t < kThreads; ++t) {
-    stores.push_back(*ConnectStore((*server)->endpoint(), kToken, "bench/0"));
+    stores.push_back(*ConnectStore((*server)->endpoint(), Token(), "bench/0"));
     (void)stores.back()->Set("warmup" + std::to_string(t), "x");
   }
   const double before = ResidentMiB();
@@ -186,12 +191,12 @@ void BenchKvMemory(int entries, int cap_mib) {
 double BenchKv(int ops, int threads, std::size_t value_bytes) {
   ServerOptions options;
   options.run_id = "bench";
-  options.token = kToken;
+  options.token = Token();
   auto server = RendezvousServer::Start(options);
   if (!server.ok()) std::exit(accel::kExitWorkerFailed);
   std::vector<std::unique_ptr<Store>> stores;
   for (int t = 0; t < threads; ++t) {
-    stores.push_back(*ConnectStore((*server)->endpoint(), kToken, "bench/0"));
+    stores.push_back(*ConnectStore((*server)->endpoint(), Token(), "bench/0"));
     (void)stores.back()->Set("warmup", "x");
   }
   std::atomic<int> failures{0};
@@ -217,13 +222,16 @@ double BenchKv(int ops, int threads, std::size_t value_bytes) {
 constexpr char kUsage[] =
     "usage: rendezvous_bench [--min_agents=2] [--max_agents=4096] [--channels=0]\n"
     "                        [--with_machines=0] [--preconnect=0] [--kv_ops=20000]\n"
-    "                        [--kv_threads=4] [--kv_entries=0] [--kv_cap_mib=64] [--out=FILE.csv]\n"
+    "                        [--kv_threads=4] [--kv_entries=0] [--kv_cap_mib=64] [--tls=1]\n"
+    "                        [--out=FILE.csv]\n"
     "Simulated agents join one rendezvous server on 127.0.0.1, N = min_agents, 2*min_agents, ...\n"
     "up to max_agents; then KV Set+Get throughput with 1 and kv_threads client threads.\n"
     "  --channels=C       0: a channel (TCP connection) per agent; C: agents share C channels\n"
     "  --with_machines=1  every answer lists all machines (O(N^2) bytes per attempt); the\n"
     "                     default 0 is the launcher's own path (each machine gets its own entry)\n"
     "  --preconnect=1     connect every channel before the clock starts\n"
+    "  --tls=0            plaintext without a token; the default 1 is the launcher's transport:\n"
+    "                     mutual TLS with certificates from the token\n"
     "  --kv_ops=0         skip the KV part\n"
     "  --kv_entries=N     also set N distinct tiny keys under a --kv_cap_mib store cap (default\n"
     "                     64) and print how many were kept and the resident memory they added\n"
@@ -249,8 +257,8 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
       {"channels", &flags.channels},     {"kv_ops", &flags.kv_ops},
       {"kv_threads", &flags.kv_threads}, {"kv_entries", &flags.kv_entries},
       {"kv_cap_mib", &flags.kv_cap_mib}};
-  const std::map<std::string, bool*> bools = {{"with_machines", &flags.with_machines},
-                                              {"preconnect", &flags.preconnect}};
+  const std::map<std::string, bool*> bools = {
+      {"with_machines", &flags.with_machines}, {"preconnect", &flags.preconnect}, {"tls", &g_tls}};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const std::size_t eq = arg.find('=');
@@ -320,6 +328,7 @@ int main(int argc, char** argv) {
                  "kind,agents,channels,with_machines,preconnect,all_joined_ms,p50_ms,p99_ms,"
                  "failures,ops_per_s\n");
   }
+  std::printf("transport: %s\n", g_tls ? "mutual TLS, certificates from the token" : "plaintext");
   std::printf("%8s %9s %16s %10s %10s %9s\n", "agents", "channels", "all_joined_ms", "p50_ms",
               "p99_ms", "failures");
   int failures = 0;

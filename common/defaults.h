@@ -52,9 +52,16 @@ inline constexpr milliseconds kProbeUnansweredLost{1500};
 inline constexpr seconds kSilentLost{30};
 // Deadline of a single unary RPC (KV Set/Get without wait, Abort report).
 inline constexpr seconds kRpcDeadline{10};
+// The longest a launcher stopped by a signal waits to tell the rendezvous so
+// (RendezvousClient::ReportStopping): machine 0's server, signalled at the same moment, may be
+// gone, and the launcher must end well within a scheduler's kill wait.
+inline constexpr milliseconds kStoppingReportDeadline{2000};
 // Backoff while the rendezvous server is not up yet.
 inline constexpr milliseconds kConnectBackoffInitial{50};
 inline constexpr milliseconds kConnectBackoffMax{1000};
+// How long one connection attempt to the rendezvous server (TCP, TLS handshake, HTTP/2 settings)
+// may take before it is abandoned and retried.
+inline constexpr milliseconds kConnectAttemptTimeout{2000};
 // How long a worker's first store call waits for the rendezvous server.
 inline constexpr seconds kStoreConnectTimeout{30};
 // How much longer than rdzv_timeout an agent's Join waits, so the server's timeout report (which
@@ -76,6 +83,24 @@ inline constexpr std::int64_t kMaxStoreBytes = 512 * 1024 * 1024;
 inline constexpr int kMaxKeysPerWait = 1024;
 // Largest gRPC message the rendezvous server accepts (a value plus its key and namespace).
 inline constexpr int kMaxMessageBytes = 17 * 1024 * 1024;
+// Largest Join, Heartbeat or Report request the rendezvous service handles (they hold a machine's
+// name, addresses, settings and a root-cause message; the store's values are the large ones).
+inline constexpr int kMaxRendezvousRequestBytes = 64 * 1024;
+// Bounds of the rendezvous server before and after authentication (issue 24): a TLS handshake
+// (where a peer without the token is refused) must end within kServerHandshakeTimeout; one
+// connection carries at most kServerMaxConcurrentStreams calls at once (more wait in the client:
+// a process's channels share one connection, and thousands of store waits on it are legitimate,
+// so the cap is high; only a token holder gets that far); a connection with no
+// call for kServerMaxConnectionIdle is closed (clients reconnect when they next call); gRPC's
+// buffers are held to kServerMemoryQuotaBytes. Debian's gRPC 1.51 has no cap on the number of
+// connections: they are bounded by RLIMIT_NOFILE (raised to its hard limit) and the handshake
+// timeout.
+inline constexpr seconds kServerHandshakeTimeout{10};
+inline constexpr int kServerMaxConcurrentStreams = 4096;
+inline constexpr seconds kServerMaxConnectionIdle{300};
+inline constexpr std::int64_t kServerMemoryQuotaBytes = 128 * 1024 * 1024;
+// Failed TLS handshakes are logged once, then summed up at most this often.
+inline constexpr seconds kRefusedHandshakeSummaryEvery{60};
 
 // Bounded input (issue 12). A config file larger than this, or whose YAML aliases expand to
 // more nodes than this, is refused before it is read further (exit 2).

@@ -45,8 +45,11 @@ inline constexpr char kKmpBlocktime[] = "KMP_BLOCKTIME";
 // Ours.
 // host:port of the rendezvous server's KV store; "file:///dir" for a file store.
 inline constexpr char kStoreEndpoint[] = "ACCEL_STORE_ENDPOINT";
-// Shared secret sent as call metadata to the rendezvous server.
+// The job's rendezvous token: proves the worker to the store (TLS certificates derived from it
+// over TCP, never sent; call metadata on a one-machine job's Unix socket).
 inline constexpr char kRdzvToken[] = "ACCEL_RDZV_TOKEN";
+// The user's CA (tls_ca_file) that verifies a rendezvous server with the user's certificate.
+inline constexpr char kTlsCaFile[] = "ACCEL_TLS_CA_FILE";
 // Where a dying worker writes its JSON error report {message, time, rank}.
 inline constexpr char kErrorFile[] = "ACCEL_ERROR_FILE";
 // Collective backend chosen by the launcher: gloo | nccl | mpi.

@@ -99,6 +99,7 @@ std::optional<int> Agent::Prepare() {
   rendezvous_ = *std::move(rdzv);
   if (rendezvous_ != nullptr) {
     plan_.rendezvous_endpoint = rendezvous_->endpoint();
+    plan_.rendezvous_transport = rendezvous_->transport();
   }
   if (request_.dry_run) {
     std::fputs(FormatPlan(plan_, command_.argv).c_str(), stdout);  // the command's output

@@ -248,6 +248,9 @@ std::string FormatPlan(const LaunchPlan& plan, const std::vector<std::string>& a
                       ? ""
                       : absl::StrCat(" (token: ", plan.rendezvous_token_source, ")"),
                   "\n");
+  if (!plan.rendezvous_transport.empty()) {
+    absl::StrAppend(&out, "  transport:           ", plan.rendezvous_transport, "\n");
+  }
   absl::StrAppend(&out, "  max restarts:        ", plan.max_restarts, "\n");
   absl::StrAppend(&out, "  hang timeout:        ",
                   plan.hang_timeout_s > 0 ? absl::StrCat(plan.hang_timeout_s, " s") : "off", "\n");

@@ -67,6 +67,7 @@ struct LaunchPlan {
   bool single_process = true;
   std::string rendezvous_endpoint;      // host:port the server listens on ("" = not yet known)
   std::string rendezvous_token_source;  // where its token came from (FindRendezvousToken)
+  std::string rendezvous_transport;     // how it is secured (rendezvous/grpc/transport.h)
   std::vector<std::string> notices;     // one line per fallback rule that applied
   // accelerate's plugins for a Python program (accelerate_env.h); empty / false when none. A
   // use_cpu config runs none, as accelerate's simple launcher.
@@ -88,6 +89,7 @@ struct RendezvousResult {
   std::string store_endpoint;  // "" = no store (single process)
   std::string local_addr;      // this machine as the others reach it; "" = loopback job
   std::string token;
+  std::string tls_ca_file;   // the user's CA for the store (tls_ca_file), "" = none
   std::string run_id;        // the run the server serves ("" = the plan's)
   int attempt = 0;           // the generation: 0 first, +1 per restart or membership change
   int restart_count = 0;     // job-wide restarts so far, TORCHELASTIC_RESTART_COUNT

@@ -23,6 +23,7 @@
 #include "launcher/process/subprocess.h"
 #include "rendezvous/grpc/store_client.h"
 #include "rendezvous/grpc/token.h"
+#include "rendezvous/grpc/transport.h"
 #include "rendezvous/join/result.h"
 
 namespace accel::launcher {
@@ -112,12 +113,14 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
     }
   }
   const absl::Duration rdzv_timeout = absl::FromChrono(FromSeconds(config.rdzv_timeout_s));
-  std::string endpoint =
-      single_machine ? "127.0.0.1:<free port>" : rendezvous::HostPort(config.main_process_ip, port);
+  // A one-machine job's rendezvous is a Unix socket in a private directory: nothing on the
+  // network. Every other job's is TCP on machine 0, secured as rendezvous/grpc/transport.h says.
+  std::string endpoint = single_machine ? "unix:<a private directory>/rdzv.sock"
+                                        : rendezvous::HostPort(config.main_process_ip, port);
   std::unique_ptr<rendezvous::RendezvousServer> server;
   if (!dry_run && (single_machine || plan.machine_rank == 0)) {
     rendezvous::ServerOptions options;
-    options.bind_address = single_machine ? "127.0.0.1:0" : ServerBindAddress(config, port);
+    options.bind_address = single_machine ? "unix:" : ServerBindAddress(config, port);
     options.advertise_host = single_machine ? "127.0.0.1" : config.main_process_ip;
     options.num_machines = plan.num_machines;
     options.num_processes = plan.world_size;
@@ -141,14 +144,15 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
   }
 
   rendezvous::JoinRequest request = MakeJoinRequest(config, plan, host);
+  const std::string tls_ca = single_machine ? std::string() : config.tls_ca_file;
   if (dry_run) {
     return std::make_unique<AgentRendezvous>(nullptr, nullptr, std::move(request), endpoint, token,
-                                             rdzv_timeout);
+                                             rdzv_timeout, tls_ca);
   }
   rendezvous::ClientOptions client_options;
   client_options.endpoint = endpoint;
   client_options.token = token;
-  client_options.tls_ca_path = config.tls_ca_file;
+  client_options.tls_ca_path = tls_ca;
   client_options.machine_rank = plan.machine_rank;
   client_options.run_id = plan.run_id;
   client_options.hostname = host;
@@ -163,7 +167,7 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
   }
   return std::make_unique<AgentRendezvous>(*std::move(client), std::move(server),
                                            std::move(request), endpoint, token, rdzv_timeout,
-                                           config.tls_ca_file);
+                                           tls_ca);
 }
 
 AgentRendezvous::AgentRendezvous(std::unique_ptr<rendezvous::RendezvousClient> client,
@@ -178,6 +182,11 @@ AgentRendezvous::AgentRendezvous(std::unique_ptr<rendezvous::RendezvousClient> c
       token_(std::move(token)),
       rdzv_timeout_(rdzv_timeout),
       tls_ca_path_(std::move(tls_ca_path)) {}
+
+std::string AgentRendezvous::transport() const {
+  return rendezvous::TransportName(rendezvous::ClientTransport(
+      endpoint_, rendezvous::TransportSecurity{token_, tls_ca_path_, "", ""}));
+}
 
 AgentRendezvous::~AgentRendezvous() {
   StopWatch();
@@ -220,6 +229,7 @@ absl::StatusOr<RendezvousResult> AgentRendezvous::Join(const SignalFd& signals,
   result.master_addr = joined->master_addr;
   result.master_port = joined->master_port;
   result.store_endpoint = joined->store_endpoint;
+  result.tls_ca_file = tls_ca_path_;
   if (request_.num_machines > 1) {
     result.local_addr = joined->self.address;
   }
@@ -299,7 +309,8 @@ void AgentRendezvous::ReportInterrupted(std::int64_t attempt, int signal,
   cause.signal = signal;
   cause.message = absl::StrCat("machine ", request_.machine_rank, ": launcher ",
                                DescribeLauncherSignal(signal, sender));
-  (void)client_->ReportFailure(attempt, cause);
+  // Not held for a server that has gone: every machine may have been signalled at once.
+  (void)client_->ReportStopping(attempt, cause);
 }
 
 void AgentRendezvous::ReportSpawnFailure(std::int64_t attempt, const absl::Status& error) {

@@ -2,8 +2,8 @@
 //
 // Owns the server when this machine hosts it (machine 0 of a multi-machine job binds
 // main_process_ip:main_process_port when that address is its own, else 0.0.0.0 with a notice,
-// and advertises main_process_ip; a single machine with more than one process binds 127.0.0.1
-// on a free port) and the client every agent uses:
+// and advertises main_process_ip; a single machine with more than one process serves on a Unix
+// socket in a private directory) and the client every agent uses:
 // Join an attempt, Watch it (server events wake the supervisor through an AbortChannel), report
 // how the local workers ended. A one-process job has no AgentRendezvous at all.
 //
@@ -48,8 +48,10 @@ class AgentRendezvous {
                   absl::Duration rdzv_timeout, std::string tls_ca_path = "");
   ~AgentRendezvous();
 
-  // Returns host:port of the rendezvous server.
+  // Returns host:port of the rendezvous server, or unix:PATH (a one-machine job).
   const std::string& endpoint() const { return endpoint_; }
+  // Returns how this machine's connections to it are secured (rendezvous/grpc/transport.h).
+  std::string transport() const;
 
   // Stops the previous watch and clears `abort`, joins the next attempt (interruptible: a signal
   // on `signals` ends the launcher with ExitCodeForSignal(N)), then watches it: abort, restart,
@@ -64,7 +66,7 @@ class AgentRendezvous {
   // decides what follows (evicted(), restart_requested(), or an abort).
   void ReportHang(std::int64_t attempt, const WorkerFailure& failure);
   // Tells the server this launcher was interrupted by `signal` from program `sender` (aborts
-  // every machine).
+  // every machine), without waiting for a server that has gone (ReportStopping).
   void ReportInterrupted(std::int64_t attempt, int signal, const std::string& sender);
   // Tells the server a worker could not be started.
   void ReportSpawnFailure(std::int64_t attempt, const absl::Status& error);

@@ -15,14 +15,17 @@ namespace {
 
 // Variables only this launcher sets: never taken from its own environment.
 bool Owned(absl::string_view name) {
-  static const char* const kOwned[] = {
-      env::kRank,           env::kLocalRank,     env::kWorldSize,
-      env::kLocalWorldSize, env::kGroupRank,     env::kGroupWorldSize,
-      env::kRoleRank,       env::kRoleWorldSize, env::kRoleName,
-      env::kMasterAddr,     env::kMasterPort,    env::kRestartCount,
-      env::kMaxRestarts,    env::kRunId,         env::kStoreEndpoint,
-      env::kRdzvToken,      env::kErrorFile,     env::kBackend,
-      env::kProgressFile,   env::kLocalAddr,     env::kCollectiveTimeoutMs};
+  static const char* const kOwned[] = {env::kRank,          env::kLocalRank,
+                                       env::kWorldSize,     env::kLocalWorldSize,
+                                       env::kGroupRank,     env::kGroupWorldSize,
+                                       env::kRoleRank,      env::kRoleWorldSize,
+                                       env::kRoleName,      env::kMasterAddr,
+                                       env::kMasterPort,    env::kRestartCount,
+                                       env::kMaxRestarts,   env::kRunId,
+                                       env::kStoreEndpoint, env::kRdzvToken,
+                                       env::kTlsCaFile,     env::kErrorFile,
+                                       env::kBackend,       env::kProgressFile,
+                                       env::kLocalAddr,     env::kCollectiveTimeoutMs};
   return std::any_of(std::begin(kOwned), std::end(kOwned),
                      [name](const char* owned) { return name == owned; });
 }
@@ -95,6 +98,7 @@ void AddOurVars(const LaunchPlan& plan, const RendezvousResult& rdzv, const Work
   if (!rdzv.store_endpoint.empty()) v[env::kStoreEndpoint] = rdzv.store_endpoint;
   if (!rdzv.local_addr.empty()) v[env::kLocalAddr] = rdzv.local_addr;
   if (!rdzv.token.empty()) v[env::kRdzvToken] = rdzv.token;
+  if (!rdzv.tls_ca_file.empty()) v[env::kTlsCaFile] = rdzv.tls_ca_file;
   v[env::kErrorFile] = files.error_file;
   v[env::kBackend] = plan.backend;
   if (!files.progress_file.empty()) v[env::kProgressFile] = files.progress_file;

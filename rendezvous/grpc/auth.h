@@ -1,7 +1,9 @@
 // Authentication and status conversion at the gRPC edge of the rendezvous.
 //
-// Every call carries the shared token in metadata entry kTokenMetadataKey; the server compares it
-// in constant time (TokenMatches) and answers UNAUTHENTICATED otherwise.
+// A call proves the job's token either by its connection (TLS with a client certificate signed
+// by the token's CA, transport.h: the token is never sent) or, on a Unix socket, by carrying the
+// token in metadata entry kTokenMetadataKey, which the server compares in constant time
+// (TokenMatches). Anything else is answered UNAUTHENTICATED.
 #ifndef ACCEL_RENDEZVOUS_GRPC_AUTH_H_
 #define ACCEL_RENDEZVOUS_GRPC_AUTH_H_
 
@@ -20,7 +22,8 @@ inline constexpr char kTokenMetadataKey[] = "x-accel-token";
 // Returns whether `given` equals `expected`, in time that depends only on their lengths.
 bool TokenMatches(std::string_view expected, std::string_view given);
 
-// Returns OK when `expected` is empty or the call's token matches it; else UNAUTHENTICATED
+// Returns OK when `expected` is empty, the peer's certificate was verified, or the call's token
+// matches `expected`; else UNAUTHENTICATED
 // naming `operation` and the peer (never the token).
 absl::Status CheckToken(const grpc::CallbackServerContext& context, std::string_view expected,
                         std::string_view operation);

@@ -1,6 +1,7 @@
 // The gRPC RendezvousClient: Join with retries, a Watch thread and a heartbeat thread.
 #include "rendezvous/grpc/rendezvous_client.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -19,8 +20,10 @@
 #include "rendezvous/grpc/auth.h"
 #include "rendezvous/grpc/channel.h"
 #include "rendezvous/grpc/client_convert.h"
+#include "rendezvous/grpc/grpc_log.h"
 #include "rendezvous/grpc/heartbeats.h"
 #include "rendezvous/grpc/tcp_probe.h"
+#include "rendezvous/grpc/transport.h"
 
 namespace accel::rendezvous {
 namespace {
@@ -34,7 +37,12 @@ std::string RandomNonce() {
 class GrpcRendezvousClient final : public RendezvousClient {
  public:
   GrpcRendezvousClient(const ClientOptions& options, std::shared_ptr<grpc::Channel> channel)
-      : options_(options), stub_(v1::Rendezvous::NewStub(channel)), nonce_(RandomNonce()) {
+      : options_(options),
+        transport_(ClientTransport(options.endpoint, Security(options))),
+        metadata_token_(MetadataToken(transport_, options.token)),
+        channel_(channel),
+        stub_(v1::Rendezvous::NewStub(channel)),
+        nonce_(RandomNonce()) {
     absl::StatusOr<ProbeListener> listener = ProbeListener::Open();
     if (listener.ok()) {
       listener_.emplace(*std::move(listener));
@@ -55,8 +63,15 @@ class GrpcRendezvousClient final : public RendezvousClient {
     const std::string operation = absl::StrCat("join rendezvous at ", options_.endpoint);
     absl::Duration backoff = options_.backoff_initial;
     while (true) {
+      // A server that cannot prove it holds the token is refused at once (a wrong token here or
+      // there, a man in the middle, a squatter): nothing was sent to it, and waiting cannot help.
+      if (absl::Status connected =
+              AwaitConnection(channel_, options_.endpoint, transport_, deadline);
+          !connected.ok()) {
+        return absl::UnauthenticatedError(absl::StrCat(operation, ": ", connected.message()));
+      }
       grpc::ClientContext context;
-      PrepareContext(context, options_.token, deadline);
+      PrepareContext(context, metadata_token_, deadline);
       v1::JoinResponse response;
       const grpc::Status status = stub_->Join(&context, proto, &response);
       if (status.ok()) {
@@ -102,7 +117,7 @@ class GrpcRendezvousClient final : public RendezvousClient {
     watching_ = true;
     stopping_ = false;
     watch_context_ = std::make_unique<grpc::ClientContext>();
-    if (!options_.token.empty()) watch_context_->AddMetadata(kTokenMetadataKey, options_.token);
+    if (!metadata_token_.empty()) watch_context_->AddMetadata(kTokenMetadataKey, metadata_token_);
     lost_reason_.clear();
     watch_thread_ = std::thread(
         [this, attempt, on_event = std::move(on_event)] { RunWatch(attempt, on_event); });
@@ -130,6 +145,10 @@ class GrpcRendezvousClient final : public RendezvousClient {
 
   absl::Status ReportFailure(std::int64_t attempt, const RootCause& cause) override {
     return SendReport(v1::ReportRequest::FAILURE, attempt, cause, "report failure");
+  }
+  absl::Status ReportStopping(std::int64_t attempt, const RootCause& cause) override {
+    return SendReport(v1::ReportRequest::FAILURE, attempt, cause, "report stopping",
+                      /*stopping=*/true);
   }
   absl::Status ReportDone(std::int64_t attempt) override {
     return SendReport(v1::ReportRequest::DONE, attempt, RootCause{}, "report done");
@@ -196,7 +215,7 @@ class GrpcRendezvousClient final : public RendezvousClient {
   HeartbeatOptions HeartbeatMaker(std::int64_t attempt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     HeartbeatOptions o;
     o.stub = stub_.get();
-    o.token = options_.token;
+    o.token = metadata_token_;
     o.request.set_run_id(identity_.run_id);
     o.request.set_machine_rank(options_.machine_rank);
     o.request.set_attempt(attempt);
@@ -216,8 +235,10 @@ class GrpcRendezvousClient final : public RendezvousClient {
     return o;
   }
 
+  // `stopping`: ReportStopping's bounds (no wait for a connection, a short deadline).
   absl::Status SendReport(v1::ReportRequest::Kind kind, std::int64_t attempt,
-                          const RootCause& cause, std::string_view operation) {
+                          const RootCause& cause, std::string_view operation,
+                          bool stopping = false) {
     const Identity identity = CurrentIdentity();
     v1::ReportRequest request;
     request.set_run_id(identity.run_id);
@@ -226,11 +247,25 @@ class GrpcRendezvousClient final : public RendezvousClient {
     request.set_kind(kind);
     request.set_machine_secret(identity.secret);
     *request.mutable_cause() = ToProto(cause);
+    const absl::Time deadline =
+        absl::Now() + (stopping ? std::min(options_.rpc_deadline,
+                                           absl::FromChrono(defaults::kStoppingReportDeadline))
+                                : options_.rpc_deadline);
+    const std::string where = absl::StrCat(Av(operation), " to rendezvous at ", options_.endpoint);
+    // A refused connection is said at once, not waited out (a stranger's forged report).
+    if (absl::Status connected =
+            stopping ? absl::OkStatus()
+                     : AwaitConnection(channel_, options_.endpoint, transport_, deadline);
+        !connected.ok()) {
+      return absl::UnauthenticatedError(absl::StrCat(where, ": ", connected.message()));
+    }
     grpc::ClientContext context;
-    PrepareContext(context, options_.token, absl::Now() + options_.rpc_deadline);
+    PrepareContext(context, metadata_token_, deadline);
+    // A server that has gone (or went away meanwhile) fails the call at once instead of holding
+    // it until the deadline.
+    if (stopping) context.set_wait_for_ready(false);
     v1::Ack ack;
-    return FromGrpc(stub_->Report(&context, request, &ack),
-                    absl::StrCat(Av(operation), " to rendezvous at ", options_.endpoint));
+    return FromGrpc(stub_->Report(&context, request, &ack), where);
   }
 
   // Who this machine is to the server since its last Join: the run and its secret.
@@ -243,7 +278,14 @@ class GrpcRendezvousClient final : public RendezvousClient {
     return identity_;
   }
 
+  static TransportSecurity Security(const ClientOptions& o) {
+    return TransportSecurity{o.token, o.tls_ca_path, "", ""};
+  }
+
   const ClientOptions options_;
+  const Transport transport_;
+  const std::string metadata_token_;  // "" when TLS proves the token instead
+  const std::shared_ptr<grpc::Channel> channel_;
   const std::unique_ptr<v1::Rendezvous::Stub> stub_;
   const std::string nonce_;
 
@@ -263,8 +305,10 @@ class GrpcRendezvousClient final : public RendezvousClient {
 
 absl::StatusOr<std::unique_ptr<RendezvousClient>> NewGrpcRendezvousClient(
     const ClientOptions& options) {
-  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = MakeChannel(ChannelOptions{
-      options.endpoint, options.tls_ca_path, options.backoff_initial, options.backoff_max});
+  RouteGrpcLogs();  // a launcher's: refused handshakes are said once, not per attempt
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      MakeChannel(ChannelOptions{options.endpoint, options.token, options.tls_ca_path,
+                                 options.backoff_initial, options.backoff_max});
   if (!channel.ok()) return channel.status();
   return std::make_unique<GrpcRendezvousClient>(options, *std::move(channel));
 }

@@ -77,6 +77,13 @@ class RendezvousClient {
   // is the root cause; later ones are ignored).
   virtual absl::Status ReportFailure(std::int64_t attempt, const RootCause& cause) = 0;
 
+  // Reports, as ReportFailure, that this machine is being stopped (its launcher got a signal),
+  // as far as the server can be reached at once: the report goes over the connection if it is
+  // up, is not held for a server that is not (a scheduler signals every machine at once, and
+  // machine 0's server may just have shut down), and waits at most
+  // defaults::kStoppingReportDeadline. A launcher being stopped thus ends promptly.
+  virtual absl::Status ReportStopping(std::int64_t attempt, const RootCause& cause) = 0;
+
   // Reports that this machine's workers all exited with 0. When every machine has, all watches
   // get kDone.
   virtual absl::Status ReportDone(std::int64_t attempt) = 0;

@@ -4,7 +4,10 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/absl_view.h"
+#include "common/defaults.h"
 #include "common/logging.h"
 #include "rendezvous/grpc/auth.h"
 #include "rendezvous/grpc/pending_reactor.h"
@@ -89,10 +92,26 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
   std::shared_ptr<Sink> sink_ = std::make_shared<Sink>(this);
 };
 
+// Returns INVALID_ARGUMENT when a Join, Heartbeat or Report request is larger than they ever are
+// (the server's receive limit is sized for the store's values).
+absl::Status CheckRequestSize(const google::protobuf::Message& request,
+                              std::string_view operation) {
+  const std::size_t size = request.ByteSizeLong();
+  if (size <= static_cast<std::size_t>(defaults::kMaxRendezvousRequestBytes)) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(Av(operation), ": the request is ", size,
+                                                 " bytes; the limit is ",
+                                                 defaults::kMaxRendezvousRequestBytes));
+}
+
 }  // namespace
 
-RendezvousService::RendezvousService(JoinCoordinator& coordinator, std::string token)
-    : coordinator_(coordinator), token_(std::move(token)) {}
+RendezvousService::RendezvousService(JoinCoordinator& coordinator, std::string token,
+                                     std::string store_endpoint)
+    : coordinator_(coordinator),
+      token_(std::move(token)),
+      store_endpoint_(std::move(store_endpoint)) {}
 
 grpc::ServerUnaryReactor* RendezvousService::Join(grpc::CallbackServerContext* context,
                                                   const v1::JoinRequest* request,
@@ -105,18 +124,22 @@ grpc::ServerUnaryReactor* RendezvousService::Join(grpc::CallbackServerContext* c
     }
     return Answer(context, s);
   }
+  if (absl::Status s = CheckRequestSize(*request, "join rendezvous"); !s.ok()) {
+    return Answer(context, s);
+  }
   JoinCoordinator& coordinator = coordinator_;
   auto* reactor =
       new PendingReactor([&coordinator](std::uint64_t id) { coordinator.CancelJoin(id); });
   std::shared_ptr<PendingReactor::Registration> registration = reactor->registration();
   // After Join returns the reactor may already be finished and deleted: only `registration` is
   // touched.
-  const JoinCoordinator::Id join_id =
-      coordinator_.Join(*request, context->peer(), absl::Now(),
-                        [reactor, response](absl::StatusOr<v1::JoinResponse> result) {
-                          if (result.ok()) *response = *std::move(result);
-                          reactor->Finish(ToGrpc(result.status()));
-                        });
+  const JoinCoordinator::Id join_id = coordinator_.Join(
+      *request, context->peer(), absl::Now(),
+      [reactor, response, store = store_endpoint_](absl::StatusOr<v1::JoinResponse> result) {
+        if (result.ok()) *response = *std::move(result);
+        if (result.ok() && !store.empty()) response->set_store_endpoint(store);
+        reactor->Finish(ToGrpc(result.status()));
+      });
   registration->Registered(join_id);
   return reactor;
 }
@@ -132,6 +155,7 @@ grpc::ServerUnaryReactor* RendezvousService::Heartbeat(grpc::CallbackServerConte
                                                        const v1::HeartbeatRequest* request,
                                                        v1::Ack* /*response*/) {
   absl::Status status = CheckToken(*context, token_, "heartbeat");
+  if (status.ok()) status = CheckRequestSize(*request, "heartbeat");
   if (status.ok()) status = coordinator_.Heartbeat(*request, absl::Now());
   return Answer(context, status);
 }
@@ -140,6 +164,7 @@ grpc::ServerUnaryReactor* RendezvousService::Report(grpc::CallbackServerContext*
                                                     const v1::ReportRequest* request,
                                                     v1::Ack* /*response*/) {
   absl::Status status = CheckToken(*context, token_, "report to rendezvous");
+  if (status.ok()) status = CheckRequestSize(*request, "report to rendezvous");
   if (status.ok()) status = coordinator_.Report(*request, absl::Now());
   return Answer(context, status);
 }

@@ -16,7 +16,10 @@ namespace accel::rendezvous {
 
 class RendezvousService final : public v1::Rendezvous::CallbackService {
  public:
-  RendezvousService(JoinCoordinator& coordinator, std::string token);
+  // `store_endpoint`: what a Join answer names as the store ("" = the coordinator's host:port;
+  // a server on a Unix socket gives its own unix:PATH).
+  RendezvousService(JoinCoordinator& coordinator, std::string token,
+                    std::string store_endpoint = "");
 
   grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* context,
                                  const v1::JoinRequest* request,
@@ -32,6 +35,7 @@ class RendezvousService final : public v1::Rendezvous::CallbackService {
  private:
   JoinCoordinator& coordinator_;
   const std::string token_;
+  const std::string store_endpoint_;
 };
 
 }  // namespace accel::rendezvous

@@ -1,7 +1,12 @@
 #include "rendezvous/grpc/server.h"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -13,9 +18,11 @@
 #include "common/net.h"
 #include "common/status_macros.h"
 #include "rendezvous/grpc/auth.h"
+#include "rendezvous/grpc/grpc_log.h"
 #include "rendezvous/grpc/rendezvous_service.h"
 #include "rendezvous/grpc/store_service.h"
 #include "rendezvous/grpc/tcp_probe.h"
+#include "rendezvous/grpc/transport.h"
 #include "rendezvous/join/coordinator.h"
 #include "rendezvous/join/result.h"
 #include "rendezvous/store/kv_table.h"
@@ -40,6 +47,36 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& add
 }
 
 constexpr int kControl = -1;  // the prober's key for the server's own port
+
+// Raises this process's open-file limit to its hard limit: every connection is a descriptor, and
+// the launcher that serves the rendezvous also supervises machine 0's workers.
+void RaiseFileLimit() {
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+      spdlog::debug("rendezvous server: cannot raise RLIMIT_NOFILE to {}", limit.rlim_max);
+    }
+  }
+}
+
+// Makes a private directory (0700) for a Unix socket: under $XDG_RUNTIME_DIR when it is set,
+// else $TMPDIR or /tmp, falling back to /tmp when the path would not fit a socket address.
+absl::StatusOr<std::string> MakeSocketDirectory() {
+  std::string base = "/tmp";
+  for (const char* name : {"XDG_RUNTIME_DIR", "TMPDIR"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && value[0] == '/' && std::string(value).size() < 60) {
+      base = value;
+      break;
+    }
+  }
+  std::string dir = absl::StrCat(base, "/accel-rdzv-XXXXXX");
+  if (::mkdtemp(dir.data()) == nullptr) {  // mode 0700
+    return absl::ErrnoToStatus(errno, absl::StrCat("start rendezvous server: mkdtemp ", dir));
+  }
+  return dir;
+}
 
 bool IsWildcard(const std::string& host) {
   return host.empty() || host == "0.0.0.0" || host == "::" || host == "*";
@@ -70,19 +107,29 @@ class GrpcRendezvousServer final : public RendezvousServer {
   ~GrpcRendezvousServer() override { Shutdown(absl::FromChrono(defaults::kServerShutdownGrace)); }
 
   absl::Status Init() {
-    absl::StatusOr<std::pair<std::string, int>> host_port = SplitHostPort(options_.bind_address);
-    if (!host_port.ok()) return host_port.status();
-    host_ = host_port->first;
-    std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
-    if (!options_.tls_cert_path.empty()) {
-      absl::StatusOr<std::string> cert = ReadFileToString(options_.tls_cert_path);
-      if (!cert.ok()) return Annotate(cert.status(), "start rendezvous server: TLS certificate");
-      absl::StatusOr<std::string> key = ReadFileToString(options_.tls_key_path);
-      if (!key.ok()) return Annotate(key.status(), "start rendezvous server: TLS key");
-      grpc::SslServerCredentialsOptions ssl;
-      ssl.pem_key_cert_pairs.push_back({*key, *cert});
-      credentials = grpc::SslServerCredentials(ssl);
+    RouteGrpcLogs(/*serving=*/true);
+    RaiseFileLimit();
+    std::string bind = options_.bind_address;
+    if (IsUnixEndpoint(bind)) {
+      if (bind == "unix:") {
+        absl::StatusOr<std::string> dir = MakeSocketDirectory();
+        if (!dir.ok()) return dir.status();
+        socket_dir_ = *dir;
+        bind = absl::StrCat("unix:", socket_dir_, "/rdzv.sock");
+      }
+      unix_endpoint_ = bind;
+      host_ = "127.0.0.1";  // MASTER_ADDR of a one-machine job
+    } else {
+      absl::StatusOr<std::pair<std::string, int>> host_port = SplitHostPort(bind);
+      if (!host_port.ok()) return host_port.status();
+      host_ = host_port->first;
     }
+    const TransportSecurity security{options_.token, "", options_.tls_cert_path,
+                                     options_.tls_key_path};
+    transport_ = ServerTransport(bind, security);
+    absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+        ServerCredentials(bind, security);
+    if (!credentials.ok()) return Annotate(credentials.status(), "start rendezvous server");
     table_ = std::make_unique<KvTable>(options_.limits);
     JoinCoordinator::Hooks hooks;
     hooks.advertise_host = !options_.advertise_host.empty() ? options_.advertise_host
@@ -94,21 +141,35 @@ class GrpcRendezvousServer final : public RendezvousServer {
     KvTable* table = table_.get();
     hooks.attempt_over = [table](const std::string& ns) { table->DropNamespace(ns); };
     coordinator_ = std::make_unique<JoinCoordinator>(options_, std::move(hooks));
-    rendezvous_service_ = std::make_unique<RendezvousService>(*coordinator_, options_.token);
+    rendezvous_service_ =
+        std::make_unique<RendezvousService>(*coordinator_, options_.token, unix_endpoint_);
     store_service_ = std::make_unique<StoreService>(*table_, options_.token,
                                                     [this](absl::Time when) { Wake(when); });
 
     grpc::ServerBuilder builder;
     // port_ is written during BuildAndStart, before the server accepts its first call.
-    builder.AddListeningPort(options_.bind_address, credentials, &port_);
+    builder.AddListeningPort(bind, *credentials, &port_);
     builder.SetMaxReceiveMessageSize(defaults::kMaxMessageBytes);
     builder.SetMaxSendMessageSize(defaults::kMaxMessageBytes);
+    // Bounded before authentication: a peer that cannot finish the TLS handshake in time is
+    // dropped, and gRPC's buffers for every connection together stay under the quota.
+    grpc::ResourceQuota quota("accel-rendezvous");
+    quota.Resize(static_cast<std::size_t>(defaults::kServerMemoryQuotaBytes));
+    builder.SetResourceQuota(quota);
+    builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                               static_cast<int>(absl::ToInt64Milliseconds(
+                                   absl::FromChrono(defaults::kServerHandshakeTimeout))));
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                               defaults::kServerMaxConcurrentStreams);
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                               static_cast<int>(absl::ToInt64Milliseconds(
+                                   absl::FromChrono(defaults::kServerMaxConnectionIdle))));
     builder.RegisterService(rendezvous_service_.get());
     builder.RegisterService(store_service_.get());
     server_ = builder.BuildAndStart();
-    if (server_ == nullptr || port_ == 0) {
+    if (server_ == nullptr || (unix_endpoint_.empty() && port_ == 0)) {
       return absl::UnavailableError(
-          absl::StrCat("start rendezvous server: cannot listen on ", options_.bind_address));
+          absl::StrCat("start rendezvous server: cannot listen on ", bind));
     }
     JoinCoordinator* coordinator = coordinator_.get();
     prober_ = std::make_unique<TcpProber>(
@@ -129,13 +190,15 @@ class GrpcRendezvousServer final : public RendezvousServer {
                                            " (every interface)")
                             : endpoint());
     }
-    spdlog::debug("rendezvous server for run_id={} listening on {}", options_.run_id, endpoint());
+    spdlog::debug("rendezvous server for run_id={} listening on {} ({})", options_.run_id,
+                  endpoint(), TransportName(transport_));
     return absl::OkStatus();
   }
 
   int port() const override { return port_; }
 
   std::string endpoint() const override {
+    if (!unix_endpoint_.empty()) return unix_endpoint_;
     const std::string host = IsWildcard(host_) ? "127.0.0.1" : host_;
     if (host.find(':') != std::string::npos) return absl::StrCat("[", host, "]:", port_);
     return absl::StrCat(host, ":", port_);
@@ -157,8 +220,14 @@ class GrpcRendezvousServer final : public RendezvousServer {
       server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
     }
     if (timer_.joinable()) timer_.join();
+    if (!socket_dir_.empty()) {
+      ::unlink(absl::StrCat(socket_dir_, "/rdzv.sock").c_str());
+      ::rmdir(socket_dir_.c_str());
+    }
     prober_.reset();  // no probe result reaches the coordinator after this
   }
+
+  Transport transport() const override { return transport_; }
 
  private:
   // Asks the timer thread to wake by `when`.
@@ -197,6 +266,9 @@ class GrpcRendezvousServer final : public RendezvousServer {
   }
 
   const ServerOptions options_;
+  Transport transport_ = Transport::kPlaintext;
+  std::string unix_endpoint_;  // "unix:PATH" when serving on a Unix socket
+  std::string socket_dir_;     // the private directory this server made for it, removed at exit
   std::string host_;
   int port_ = 0;
   std::unique_ptr<KvTable> table_;

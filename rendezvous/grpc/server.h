@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/defaults.h"
+#include "rendezvous/grpc/transport.h"
 #include "rendezvous/join/liveness.h"
 #include "rendezvous/join/membership.h"
 
@@ -30,7 +31,9 @@ struct KvLimits {
 };
 
 struct ServerOptions {
-  std::string bind_address = "127.0.0.1:0";  // host:port; port 0 = a free port
+  // host:port (port 0 = a free port), "unix:PATH", or "unix:" = a Unix socket in a fresh private
+  // directory (0700, removed at shutdown). How connections are secured: transport.h.
+  std::string bind_address = "127.0.0.1:0";
   // Host put in the store endpoint and MASTER_ADDR. "" = machine 0's connecting address when the
   // bind host is a wildcard (0.0.0.0, ::), else the bind host.
   std::string advertise_host;
@@ -38,7 +41,7 @@ struct ServerOptions {
   int num_processes = 0;  // expected total processes (world size); 0 = not checked
   std::string run_id;
   std::string token;          // "" = no authentication (single-machine jobs always set one)
-  std::string tls_cert_path;  // both set = TLS; both empty = plaintext
+  std::string tls_cert_path;  // both set = TLS with the user's certificate (transport.h)
   std::string tls_key_path;
   absl::Duration rdzv_timeout = absl::FromChrono(defaults::kRdzvTimeout);  // from first join
   // When a silent machine is probed and when it is lost (join/liveness.h).
@@ -59,8 +62,12 @@ class RendezvousServer {
   // Returns the bound port (the chosen one when the options said 0).
   virtual int port() const = 0;
 
-  // Returns "host:port" to connect to: the bind host, or 127.0.0.1 for a wildcard bind.
+  // Returns "host:port" to connect to (the bind host, or 127.0.0.1 for a wildcard bind), or
+  // "unix:PATH".
   virtual std::string endpoint() const = 0;
+
+  // Returns how connections to this server are secured.
+  virtual Transport transport() const = 0;
 
   // Waits (up to `grace`) until every machine of an attempt that has ended was sent its terminal
   // event, then fails pending calls with UNAVAILABLE, stops serving, and waits for in-flight

@@ -8,7 +8,8 @@
 // max(timeout, 0) + options' rpc_deadline; server-side waits end exactly at `timeout` with
 // DEADLINE_EXCEEDED naming the missing keys. Errors from the server keep their code:
 // INVALID_ARGUMENT (key or value too large, empty key), RESOURCE_EXHAUSTED (store full),
-// UNAUTHENTICATED (wrong token), UNAVAILABLE (server gone).
+// UNAUTHENTICATED (wrong token; over TCP a refused TLS handshake, named by
+// ExplainHandshakeFailure), UNAVAILABLE (server gone).
 #ifndef ACCEL_RENDEZVOUS_GRPC_STORE_CLIENT_H_
 #define ACCEL_RENDEZVOUS_GRPC_STORE_CLIENT_H_
 
@@ -25,7 +26,8 @@ namespace accel::rendezvous {
 struct StoreClientOptions {
   std::string tls_ca_path;  // "" = plaintext
   absl::Duration rpc_deadline = absl::FromChrono(defaults::kRpcDeadline);
-  // How long the first call waits for the server.
+  // How long the first call waits for the server (retrying while it cannot be reached; a refused
+  // TLS handshake ends the wait at once).
   absl::Duration connect_timeout = absl::FromChrono(defaults::kStoreConnectTimeout);
   // false: a call fails at once (UNAVAILABLE) while the server cannot be reached, instead of
   // waiting for it up to its deadline (for a client that must not be held up by a dead server).

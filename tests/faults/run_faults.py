@@ -30,6 +30,9 @@ from cluster import Cluster  # noqa: E402
 from job import Tools  # noqa: E402
 from scenarios import SCENARIOS, Context, Outcome, Skipped  # noqa: E402
 from skip import skip  # noqa: E402
+from security import SECURITY_SCENARIOS  # noqa: E402
+
+SCENARIOS.update(SECURITY_SCENARIOS)
 
 
 def parse_args() -> argparse.Namespace:

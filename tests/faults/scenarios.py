@@ -42,8 +42,9 @@ class Context:
         self.next_port = 29700
         self.count = 0
         self.last_work = ""  # the directory of the last trial's job (logs, scratch)
-        self._clean = None
-        self.clean_seconds = 0.0  # how long the undisturbed run took (set with _clean)
+        self._clean = {}  # steps -> checksum of an undisturbed run
+        self.clean_seconds = 0.0  # how long the undisturbed FINITE_STEPS run took
+        self.clean_run_seconds = {}  # steps -> how long that undisturbed run took
 
     def job(self, name: str, run_id: str = None) -> Job:
         self.count += 1
@@ -53,17 +54,31 @@ class Context:
         return Job(self.cluster, self.tools, work,
                    f"flt-{name}-{self.count}" if run_id is None else run_id, self.next_port)
 
-    def clean_checksum(self) -> str:
-        """The checksum of an undisturbed FINITE_STEPS run (computed once)."""
-        if self._clean is None:
+    def clean_checksum(self, steps: int = FINITE_STEPS) -> str:
+        """The checksum of an undisturbed run of `steps` steps (computed once per count)."""
+        if steps not in self._clean:
             job = self.job("clean")
             job.start(["--rdzv_token_file", job.token_file("token", "clean-secret")],
-                      finite_program(self))
+                      finite_program(self, ["--steps", str(steps)]))
             start = time.monotonic()
-            job.finish(180)
-            self.clean_seconds = time.monotonic() - start
-            self._clean = job.checksum()
-        return self._clean
+            job.finish(600)
+            self.clean_run_seconds[steps] = time.monotonic() - start
+            if steps == FINITE_STEPS:
+                self.clean_seconds = self.clean_run_seconds[steps]
+            self._clean[steps] = job.checksum()
+        return self._clean[steps]
+
+    def outlasting_steps(self, seconds: float, base: int) -> int:
+        """A step count whose undisturbed run lasts at least `seconds` on this machine now:
+        `base` when its clean run (run here if need be) did, else scaled up in multiples of
+        FINITE_STEPS (a quiet machine trains a step in ~5 ms, a loaded one in 40). For jobs that
+        must still be training when a trial's stranger is done with them."""
+        self.clean_checksum(base)
+        took = self.clean_run_seconds[base]
+        if took >= seconds:
+            return base
+        need = base * seconds / max(took, 1.0)
+        return FINITE_STEPS * (int(need) // FINITE_STEPS + 1)
 
 
 def finite_program(ctx: Context, extra: list = ()) -> list:

@@ -71,6 +71,9 @@ class FakeRendezvousClient : public RendezvousClient {
   absl::Status ReportFailure(std::int64_t attempt, const RootCause& cause) override {
     return Record(Report::Kind::kFailure, attempt, cause);
   }
+  absl::Status ReportStopping(std::int64_t attempt, const RootCause& cause) override {
+    return Record(Report::Kind::kFailure, attempt, cause);
+  }
   absl::Status ReportDone(std::int64_t attempt) override {
     return Record(Report::Kind::kDone, attempt, RootCause{});
   }

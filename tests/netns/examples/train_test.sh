@@ -4,7 +4,8 @@
 # inside the namespaces) must give the same parameters as one process with twice the batch, also
 # after saving and resuming checkpoints in one shared directory and in a directory per machine.
 # Two processes each: the hierarchical all-reduce (shared memory inside a machine, Gloo between
-# the machines' leaders) must give the same parameters as one process with four times the batch.
+# the machines' leaders) must give the same parameters as one process with four times the batch,
+# with the default transport (TLS from the token) and with the user's own certificates (tls_*).
 # Needs root (tests/testing/skip.sh: skipped with the reason, a failure under CI). Creates and removes its namespaces.
 # Usage: train_test.sh <accel-launch> <train.bin>
 set -euo pipefail
@@ -24,18 +25,21 @@ common=(--use_cpu --num_machines 2 --main_process_ip "$addr0"
 chmod 600 "$work/token"
 
 # run_pair NAME "ARGS FOR MACHINE 0" "ARGS FOR MACHINE 1": both machines' train.bin, batch 4 per
-# process, $procs processes in all (default 2: one per machine); logs in $work/NAME.m0.log and
-# $work/NAME.m1.log; fails the test unless both exit 0.
+# process, $procs processes in all (default 2: one per machine), the launchers' own options
+# $launch0 / $launch1 (default none); logs in $work/NAME.m0.log and $work/NAME.m1.log; fails the
+# test unless both exit 0.
 run_pair() {
   local name=$1 m rc0=0 rc1=0
-  local -a extra0 extra1
+  local -a extra0 extra1 opts0 opts1
   read -r -a extra0 <<<"$2"
   read -r -a extra1 <<<"$3"
-  timeout -s KILL 120 ip netns exec "$ns0" "$launcher" "${common[@]}" --machine_rank 0 \
+  read -r -a opts0 <<<"${launch0:-}"
+  read -r -a opts1 <<<"${launch1:-}"
+  timeout -s KILL 120 ip netns exec "$ns0" "$launcher" "${common[@]}" --machine_rank 0 "${opts0[@]}" \
     --num_processes "${procs:-2}" --rdzv_token_file "$work/token" "$train" "${sizes[@]}" --batch-size 4 "${extra0[@]}" \
     >"$work/$name.m0.log" 2>&1 &
   local pid0=$!
-  timeout -s KILL 120 ip netns exec "$ns1" "$launcher" "${common[@]}" --machine_rank 1 \
+  timeout -s KILL 120 ip netns exec "$ns1" "$launcher" "${common[@]}" --machine_rank 1 "${opts1[@]}" \
     --num_processes "${procs:-2}" --rdzv_token_file "$work/token" "$train" "${sizes[@]}" --batch-size 4 "${extra1[@]}" \
     >"$work/$name.m1.log" 2>&1 &
   local pid1=$!
@@ -72,6 +76,30 @@ grep -q '"world": 4' "$work/hierarchical.m0.log" || { echo "not a world of 4"; e
 grep -q '"backend": "shm+gloo"' "$work/hierarchical.m0.log" ||
   { echo "the hierarchical path did not carry the job"; cat "$work/hierarchical.m0.log"; exit 1; }
 same_checksum "$work/hierarchical.m0.log" 20 16
+
+# The user's own certificates (tls_*): machine 0's server shows a certificate for its address
+# signed by the user's CA, and every launcher and libaccel worker (two per machine: each opens the
+# store) verifies it with tls_ca_file; clients still prove the token. Same parameters as one
+# process.
+tls=$work/tls
+mkdir -p "$tls"
+ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+timeout 60 openssl req -x509 "${ec[@]}" -days 1 -subj /CN=accel-test-ca -keyout "$tls/ca.key" \
+  -out "$tls/ca.pem" >/dev/null 2>&1
+timeout 60 openssl req "${ec[@]}" -subj "/CN=$addr0" -keyout "$tls/server.key" \
+  -out "$tls/server.csr" >/dev/null 2>&1
+printf 'subjectAltName=IP:%s\n' "$addr0" >"$tls/san.ext"
+timeout 60 openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" \
+  -CAcreateserial -days 1 -extfile "$tls/san.ext" -out "$tls/server.pem" >/dev/null 2>&1
+[[ -s $tls/server.pem ]] || { echo "openssl could not make the test certificates"; exit 1; }
+procs=4 launch0="--tls_cert_file $tls/server.pem --tls_key_file $tls/server.key --tls_ca_file $tls/ca.pem" \
+  launch1="--tls_ca_file $tls/ca.pem" run_pair user_tls "--steps 20" "--steps 20"
+for m in 0 1; do
+  grep -q "transport: *TLS with the user's certificates" "$work/user_tls.m$m.log" ||
+    { echo "user_tls: machine $m's plan does not say the user's TLS"; cat "$work/user_tls.m$m.log"; exit 1; }
+done
+grep -q '"world": 4' "$work/user_tls.m0.log" || { echo "user_tls: not a world of 4"; exit 1; }
+same_checksum "$work/user_tls.m0.log" 20 16
 
 # Checkpoints in one directory both machines share (the namespaces share the filesystem): one
 # writer for the shared files, a rank file each; then resume from it.

@@ -7,6 +7,8 @@
 
 #include "absl/time/time.h"
 #include "accel/error.h"
+#include "common/env_contract.h"
+#include "common/env_reader.h"
 #include "rendezvous/grpc/rendezvous_client.h"
 #include "rendezvous/grpc/store_client.h"
 #include "worker/src/store/kv.h"
@@ -40,8 +42,12 @@ std::unique_ptr<Kv> OpenKv(const std::string& endpoint, const std::string& token
   const std::string kFile = "file://";
   if (endpoint.rfind(kFile, 0) == 0)
     return MakeFileKv(endpoint.substr(kFile.size()), FileNamespace(run_id, attempt));
-  absl::StatusOr<std::unique_ptr<rendezvous::Store>> store =
-      rendezvous::ConnectStore(endpoint, token, rendezvous::StoreNamespace(run_id, attempt));
+  // The transport follows from the endpoint, the token and the user's CA, as for the launcher
+  // (rendezvous/grpc/transport.h): with a token over TCP, TLS with certificates from the token.
+  rendezvous::StoreClientOptions options;
+  if (const char* ca = env::Get(env::kTlsCaFile)) options.tls_ca_path = ca;
+  absl::StatusOr<std::unique_ptr<rendezvous::Store>> store = rendezvous::ConnectStore(
+      endpoint, token, rendezvous::StoreNamespace(run_id, attempt), options);
   if (!store.ok()) throw Error("open store", endpoint, store.status().ToString());
   return std::make_unique<StoreKv>(*std::move(store));
 }

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <regex>
@@ -69,7 +70,9 @@ TEST_F(LaunchTest, EveryWorkerGetsTheExactEnvironmentContract) {
   ASSERT_EQ(r.exit_code, kExitOk) << r.err;
   auto env = EnvByRank(r.out);
   ASSERT_EQ(env.size(), 2u) << r.out;
-  const std::regex endpoint(R"(127\.0\.0\.1:\d+)");
+  // A one-machine job's store is a Unix socket in a private directory of its own (nothing on the
+  // network), removed when the job ends.
+  const std::regex endpoint(R"(unix:(/.+)/rdzv\.sock)");
   for (int rank = 0; rank < 2; ++rank) {
     auto& e = env[rank];
     SCOPED_TRACE("rank " + std::to_string(rank));
@@ -104,6 +107,12 @@ TEST_F(LaunchTest, EveryWorkerGetsTheExactEnvironmentContract) {
   EXPECT_EQ(env[0]["ACCEL_RDZV_TOKEN"], env[1]["ACCEL_RDZV_TOKEN"]);
   EXPECT_EQ(env[0]["ACCEL_STORE_ENDPOINT"], env[1]["ACCEL_STORE_ENDPOINT"]);
   EXPECT_EQ(env[0]["MASTER_PORT"], env[1]["MASTER_PORT"]);
+  std::smatch socket;
+  const std::string store = env[0]["ACCEL_STORE_ENDPOINT"];
+  if (std::regex_match(store, socket, endpoint)) {
+    struct stat st {};
+    EXPECT_NE(::lstat(socket[1].str().c_str(), &st), 0) << socket[1] << " is left after the job";
+  }
 }
 
 TEST_F(LaunchTest, OneProcessRunsWithoutRendezvousOnTheLaunchersOwnTerminal) {
@@ -388,7 +397,11 @@ TEST_F(LaunchTest, DryRunPrintsThePlanAndStartsNothing) {
   EXPECT_EQ(r.exit_code, kExitOk) << r.err;
   EXPECT_THAT(r.out, HasSubstr("processes/machine:   2 (world size 2)"));
   EXPECT_THAT(r.out, HasSubstr("accumulation steps:  2"));
-  EXPECT_THAT(r.out, HasSubstr("rendezvous:          127.0.0.1"));
+  // The plan says where the store will be and how it is secured: a one-machine job's is a Unix
+  // socket in a private directory made when the job starts (not yet: a dry run makes nothing).
+  EXPECT_THAT(r.out, HasSubstr("rendezvous:          unix:<a private directory>/rdzv.sock"));
+  EXPECT_THAT(r.out, HasSubstr("transport:           Unix socket in a private directory (nothing "
+                               "on the network)"));
   EXPECT_TRUE(ReadFile(dir_ + "/rank_0.pid").empty());
 }
 

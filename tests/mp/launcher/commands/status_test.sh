@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `accel-launch status` and `accel-launch report` against a real one-machine job (2 fake workers
-# that write progress), on 127.0.0.1: the table and the JSON from the run directory, the job found
-# from the log directory alone, a refused query without the job's token (the token the launcher
-# generated), and the heat map drawn from the job's step-time CSV.
+# that write progress), over its private Unix socket: the table and the JSON from the run directory,
+# the job found from the log directory alone, a refused query without the job's token (the token
+# the launcher generated), and the heat map drawn from the job's step-time CSV.
 # Usage: status_test.sh <accel-launch> <fake_worker>
 set -euo pipefail
 launcher=$1
@@ -49,13 +49,16 @@ table=$(env -u ACCEL_RDZV_TOKEN "$launcher" status --log_dir "$work/logs") || fa
 echo "$table"
 [[ $(grep -cE "^ *[01] " <<<"$table") -ge 2 ]] || fail "the table has no row per rank"
 
-# No token, and a wrong one: refused by the rendezvous (exit 3). The job's store is found by its
-# address (a one-machine job's rendezvous listens on a free port: the job file says which).
+# A one-machine job's rendezvous is a Unix socket in a private directory (nothing on the
+# network): the job file names it, and the directory is 0700 and ours.
 endpoint=$(sed -n 's/^store_endpoint=//p' "$run_dir/job")
-by_address=(status --run_id "$run_id" --main_process_ip "${endpoint%:*}" --main_process_port "${endpoint##*:}")
-rc=0; out=$(env -u ACCEL_RDZV_TOKEN "$launcher" "${by_address[@]}" 2>&1) || rc=$?
-[[ $rc -eq 3 && $out == *refused* ]] || fail "no token: exit $rc, '$out'"
-rc=0; out=$(ACCEL_RDZV_TOKEN=wrong "$launcher" "${by_address[@]}" 2>&1) || rc=$?
+[[ $endpoint == unix:*/rdzv.sock ]] || fail "store endpoint '$endpoint' is not a Unix socket"
+socket_dir=$(dirname "${endpoint#unix:}")
+[[ $(stat -c '%a %u' "$socket_dir") == "700 $(id -u)" ]] ||
+  fail "the socket's directory $socket_dir is $(stat -c '%a %u' "$socket_dir")"
+# A wrong token (it overrides the token kept in the run directory): refused by the rendezvous
+# (exit 3). A call without a token on the socket: server_auth_test.cc.
+rc=0; out=$(ACCEL_RDZV_TOKEN=wrong "$launcher" status "$run_dir" 2>&1) || rc=$?
 [[ $rc -eq 3 && $out == *refused* ]] || fail "wrong token: exit $rc, '$out'"
 [[ $(stat -c %a "$run_dir/token") == 600 ]] || fail "the generated token file is not 0600"
 

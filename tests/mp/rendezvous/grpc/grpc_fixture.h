@@ -1,5 +1,6 @@
-// The gRPC rendezvous server on 127.0.0.1 with a small store, and store clients for it: the
-// fixture of server_test.cc and server_auth_test.cc.
+// The gRPC rendezvous server on a Unix socket (a one-machine job's transport, where calls carry
+// the token in metadata) with a small store, and store clients for it: the fixture of
+// server_test.cc and server_auth_test.cc. TCP and its TLS: transport_test.cc.
 #pragma once
 
 #include <gmock/gmock.h>
@@ -31,6 +32,7 @@ class GrpcTest : public ::testing::Test {
   void Restart(std::int64_t max_total_bytes) {
     if (server_ != nullptr) server_->Shutdown();
     ServerOptions options;
+    options.bind_address = "unix:";
     options.run_id = "run";
     options.num_machines = 2;
     options.token = "tok";

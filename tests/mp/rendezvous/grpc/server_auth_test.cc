@@ -1,4 +1,5 @@
-// The rendezvous server's authentication over real gRPC on 127.0.0.1: wrong or missing tokens,
+// The rendezvous server's authentication over real gRPC on a Unix socket (token in metadata; TCP
+// and its TLS from the token: transport_test.cc): wrong or missing tokens,
 // a raw client without the token, reports in another machine's name, and TLS.
 #include "tests/mp/rendezvous/grpc/grpc_fixture.h"
 #include "tests/testing/skip.h"
@@ -13,7 +14,7 @@ TEST_F(GrpcTest, WrongOrMissingTokenIsUnauthenticated) {
   auto wrong = Connect("run/0", "nope");
   absl::Status status = wrong->Set("k", "v");
   EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated);
-  EXPECT_THAT(status.message(), HasSubstr("store set from ipv4:127.0.0.1:"));
+  EXPECT_THAT(status.message(), HasSubstr("store set from unix:"));
   EXPECT_THAT(status.message(), HasSubstr("the rendezvous token is wrong"));
   auto none = Connect("run/0", "");
   EXPECT_THAT(none->Get("k", absl::ZeroDuration()).status().message(),
@@ -177,7 +178,8 @@ TEST(GrpcTlsTest, MissingCertificateIsAClearStartError) {
   auto server = RendezvousServer::Start(options);
   EXPECT_EQ(server.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(server.status().message(),
-              HasSubstr("start rendezvous server: TLS certificate: open /nonexistent/cert.pem"));
+              HasSubstr("start rendezvous server: rendezvous TLS certificate (tls_cert_file): "
+                        "open /nonexistent/cert.pem"));
 }
 
 }  // namespace

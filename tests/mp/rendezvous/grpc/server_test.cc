@@ -1,6 +1,6 @@
-// The store and join over real gRPC on 127.0.0.1: semantics, exact wait deadlines, limits,
-// garbage requests, thousands of concurrent waits, cancellation and shutdown (authentication:
-// server_auth_test.cc).
+// The store and join over real gRPC on a Unix socket (a one-machine job's transport): semantics,
+// exact wait deadlines, limits, garbage requests, thousands of concurrent waits, cancellation and
+// shutdown (authentication: server_auth_test.cc; TCP and its TLS: transport_test.cc).
 #include "tests/mp/rendezvous/grpc/grpc_fixture.h"
 
 namespace accel::rendezvous {
