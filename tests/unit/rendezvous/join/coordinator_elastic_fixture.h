@@ -97,6 +97,17 @@ class ElasticTest : public ::testing::Test {
     for (int rank : ranks) Joined(rank);
   }
 
+  // Checks generation 1 of machines 0 and 2 after machine 1 of three left (2 processes each):
+  // world 4, machine 2 dense after machine 0, one restart drawn on the budget.
+  static void ExpectSurvivors0And2(const v1::JoinResponse& m0, const v1::JoinResponse& m2) {
+    EXPECT_EQ(m0.attempt(), 1);
+    EXPECT_EQ(m0.world_size(), 4);
+    EXPECT_EQ(m0.group_world_size(), 2);
+    EXPECT_EQ(m2.group_rank(), 1);
+    EXPECT_EQ(m2.base_rank(), 2);
+    EXPECT_EQ(m0.restart_count(), 1);
+  }
+
   // Sends machine `rank`'s report of `kind` about attempt `attempt`, its worker `worker` the
   // cause.
   absl::Status Report(int rank, v1::ReportRequest::Kind kind, int worker, std::int64_t attempt,
