@@ -321,9 +321,13 @@ def worker(rank, world, store, seqs, rtol, queue):
             why = why or "ranks' parameters differ"
         if rank == 0:
             queue.put((seq["seed"], why, False, replay.fixed_69031))
-    dist.barrier()
+    # Every collective is done (the last sequence's all_gather returned on both sides), so no
+    # final barrier: one such barrier hung once in a full run under load (all 60 answers in, the
+    # test then killed at its 180 s timeout). The answers are flushed before the exit.
     # No destroy_process_group nor interpreter teardown: torch 1.13's gloo teardown can hang
     # (tests/testing/python_probe.py).
+    queue.close()
+    queue.join_thread()
     sys.stdout.flush()
     os._exit(0)
 
@@ -374,8 +378,10 @@ def main():
                 p.terminate()
             break
     for p in procs:
-        p.join(60)
+        p.join(30)
         if p.exitcode is None:
+            print(f"worker pid {p.pid} still running 30 s after the last answer: killed",
+                  flush=True)
             p.kill()
             p.join()
     failed = [p.exitcode for p in procs if p.exitcode != 0]
