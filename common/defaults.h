@@ -93,8 +93,8 @@ inline constexpr int kMaxRendezvousRequestBytes = 64 * 1024;
 // so the cap is high; only a token holder gets that far); a connection with no
 // call for kServerMaxConnectionIdle is closed (clients reconnect when they next call); gRPC's
 // buffers are held to kServerMemoryQuotaBytes. Debian's gRPC 1.51 has no cap on the number of
-// connections: they are bounded by RLIMIT_NOFILE (raised to its hard limit) and the handshake
-// timeout.
+// connections: those still in their handshake are capped by rendezvous/grpc/connection_gate.h
+// (GateLimits), the rest by RLIMIT_NOFILE (raised to its hard limit).
 inline constexpr seconds kServerHandshakeTimeout{10};
 inline constexpr int kServerMaxConcurrentStreams = 4096;
 inline constexpr seconds kServerMaxConnectionIdle{300};

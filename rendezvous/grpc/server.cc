@@ -18,6 +18,7 @@
 #include "common/net.h"
 #include "common/status_macros.h"
 #include "rendezvous/grpc/auth.h"
+#include "rendezvous/grpc/connection_gate.h"
 #include "rendezvous/grpc/grpc_log.h"
 #include "rendezvous/grpc/rendezvous_service.h"
 #include "rendezvous/grpc/store_service.h"
@@ -123,6 +124,15 @@ class GrpcRendezvousServer final : public RendezvousServer {
       absl::StatusOr<std::pair<std::string, int>> host_port = SplitHostPort(bind);
       if (!host_port.ok()) return host_port.status();
       host_ = host_port->first;
+      // TCP connections are accepted by the gate (connection_gate.h), which bounds how many wait
+      // in their TLS handshake, and handed to gRPC with the same credentials.
+      GateLimits limits;  // a connection older than the handshake timeout has authenticated
+      limits.window = absl::FromChrono(defaults::kServerHandshakeTimeout) + absl::Seconds(1);
+      absl::StatusOr<std::unique_ptr<ConnectionGate>> gate =
+          ConnectionGate::Listen(host_, host_port->second, limits);
+      if (!gate.ok()) return Annotate(gate.status(), "start rendezvous server");
+      gate_ = *std::move(gate);
+      port_ = gate_->port();
     }
     const TransportSecurity security{options_.token, "", options_.tls_cert_path,
                                      options_.tls_key_path};
@@ -147,8 +157,14 @@ class GrpcRendezvousServer final : public RendezvousServer {
                                                     [this](absl::Time when) { Wake(when); });
 
     grpc::ServerBuilder builder;
-    // port_ is written during BuildAndStart, before the server accepts its first call.
-    builder.AddListeningPort(bind, *credentials, &port_);
+    std::shared_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor;
+    if (gate_ == nullptr) {
+      // port_ is written during BuildAndStart, before the server accepts its first call.
+      builder.AddListeningPort(bind, *credentials, &port_);
+    } else {
+      acceptor = builder.experimental().AddExternalConnectionAcceptor(
+          grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, *credentials);
+    }
     builder.SetMaxReceiveMessageSize(defaults::kMaxMessageBytes);
     builder.SetMaxSendMessageSize(defaults::kMaxMessageBytes);
     // Bounded before authentication: a peer that cannot finish the TLS handshake in time is
@@ -170,6 +186,13 @@ class GrpcRendezvousServer final : public RendezvousServer {
     if (server_ == nullptr || (unix_endpoint_.empty() && port_ == 0)) {
       return absl::UnavailableError(
           absl::StrCat("start rendezvous server: cannot listen on ", bind));
+    }
+    if (gate_ != nullptr) {
+      gate_->Start([acceptor](int fd) {
+        grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters params;
+        params.fd = fd;  // gRPC owns it from here
+        acceptor->HandleNewConnection(&params);
+      });
     }
     JoinCoordinator* coordinator = coordinator_.get();
     prober_ = std::make_unique<TcpProber>(
@@ -217,6 +240,7 @@ class GrpcRendezvousServer final : public RendezvousServer {
       coordinator_->AwaitTerminalSent(absl::Now() + grace);
       coordinator_->Shutdown();
       table_->FailAll(absl::UnavailableError("store wait: the rendezvous server is shutting down"));
+      if (gate_ != nullptr) gate_->Stop();  // no new connection reaches the server
       server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
     }
     if (timer_.joinable()) timer_.join();
@@ -276,7 +300,8 @@ class GrpcRendezvousServer final : public RendezvousServer {
   std::unique_ptr<RendezvousService> rendezvous_service_;
   std::unique_ptr<StoreService> store_service_;
   std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<TcpProber> prober_;  // probes silent machines' hosts for the coordinator
+  std::unique_ptr<ConnectionGate> gate_;  // TCP only; stopped (and destroyed) before server_
+  std::unique_ptr<TcpProber> prober_;     // probes silent machines' hosts for the coordinator
   std::thread timer_;
 
   absl::Mutex mu_;

@@ -124,6 +124,10 @@ async def idle_connection(host, port, end, stats):
     while time.monotonic() < end:
         try:
             reader, writer = await asyncio.open_connection(host, port)
+        except ConnectionResetError:  # accepted and reset at once: refused by the server's cap
+            stats["idle_refused_by_server"] += 1
+            await asyncio.sleep(0.5)
+            continue
         except OSError as e:
             stats["connect_failed"] += 1
             stats.setdefault("first_connect_error", repr(e))
@@ -199,7 +203,8 @@ async def flood_main(args) -> dict:
     ctx.verify_mode = ssl.CERT_NONE
     ctx.set_alpn_protocols(["h2"])
     ctx.load_cert_chain(args.cert, args.key)  # a certificate of its own, not from the token
-    stats = {k: 0 for k in ("connect_failed", "idle_opened", "idle_closed_by_server",
+    stats = {k: 0 for k in ("connect_failed", "idle_opened", "idle_refused_by_server",
+                            "idle_closed_by_server",
                             "stream_handshake_refused", "stream_handshake_done",
                             "stream_cut_off", "stream_bytes_sent", "stream_fully_sent",
                             "slow_opened", "slow_closed_by_server")}
