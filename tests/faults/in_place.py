@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Issue 25's "scale down, in place" under accel-launch: 3 machines (network namespaces on one
 bridge) x 2 train.bin workers, --min_machines 2 --elastic_in_place; once every rank trained
---warm_steps steps, every worker of machine 2 is SIGKILLed (its launcher lives: it must leave).
+--warm_steps steps, every worker of machine 2 is SIGKILLed (its launcher lives: it must leave; --kill_launcher kills it too: a lost machine).
 
 A trial passes when
   - machines 0-1 go on with the SAME worker pids at world 4 (train.bin's "[accel] generation 1:
@@ -26,6 +26,7 @@ import glob
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -187,6 +188,9 @@ def trial(args, bridge, number, work_root):
         bridge.kill_all()
         job.wait(10)
         return False, 0, f"not training: workers {before} {victims}: {job.log(0)[-400:]!r}"
+    if args.kill_launcher:  # the launcher too: machine 2 is lost instead of leaving
+        victims = [int(p) for p in subprocess.run(["ip", "netns", "pids", bridge.ns[2]],
+                                                  capture_output=True, text=True).stdout.split()]
     killed = time.monotonic()
     kill_pids(victims)
     seen = None
@@ -202,13 +206,15 @@ def trial(args, bridge, number, work_root):
     k = int(seen.group(1)) if seen else 0
     if after != before:
         notes.append(f"worker pids changed: {before} -> {after}")
-    if codes != [0, 0, 1]:
-        notes.append(f"exit codes {codes} (want [0, 0, 1])")
-    if not re.search(r"membership: machine 2 \(host \S+\) evicted: its rank [45] failed",
-                     job.log(2)):
+    want_codes = [0, 0, -signal.SIGKILL if args.kill_launcher else 1]
+    if codes != want_codes:
+        notes.append(f"exit codes {codes} (want {want_codes})")
+    if not args.kill_launcher and not re.search(
+            r"membership: machine 2 \(host \S+\) evicted: its rank [45] failed", job.log(2)):
         notes.append("machine 2 did not say it left")
-    if not re.search(r"membership: generation 1: machine 2 \(host \S+\) left: evicted: its rank "
-                     r"[45] failed; world 6 -> 4 \(2 machines\)", job.log(0)):
+    why = r"lost: [^;]+" if args.kill_launcher else r"evicted: its rank [45] failed"
+    if not re.search(rf"membership: generation 1: machine 2 \(host \S+\) left: {why}; world 6 "
+                     r"-> 4 \(2 machines\)", job.log(0)):
         notes.append("machine 0 has no membership line")
 
     # The reference: a fixed world-6 job saves at step K, a fixed world-4 job resumes it.
@@ -269,6 +275,8 @@ def main() -> int:
     p.add_argument("--train", required=True)
     p.add_argument("--trials", type=int, default=1)
     p.add_argument("--warm_steps", type=int, default=8)
+    p.add_argument("--kill_launcher", action="store_true",
+                   help="kill machine 2's launcher with its workers (a lost machine)")
     p.add_argument("--start_timeout", type=float, default=120)
     p.add_argument("--keep", default="", help="copy the logs of failed trials here")
     args = p.parse_args()
