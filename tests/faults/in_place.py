@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Issue 25's "scale down, in place" under accel-launch: 3 machines (network namespaces on one
 bridge) x 2 train.bin workers, --min_machines 2 --elastic_in_place; once every rank trained
---warm_steps steps, every worker of machine 2 is SIGKILLed (its launcher lives: it must leave; --kill_launcher kills it too: a lost machine).
+--warm_steps steps, every worker of machine 2 is SIGKILLed (its launcher lives: it must leave; --kill_launcher kills it too, --link_down cuts its link
+instead: a lost machine).
 
 A trial passes when
   - machines 0-1 go on with the SAME worker pids at world 4 (train.bin's "[accel] generation 1:
@@ -129,6 +130,11 @@ def records(prefix, ranks, up_to=None, after=None):
     return {s: sorted(v) for s, v in steps.items()}, epochs
 
 
+def link(bridge, machine, up):
+    subprocess.run(["ip", "-n", bridge.ns[machine], "link", "set", "eth0", "up" if up else "down"],
+                   check=True, capture_output=True, timeout=30)
+
+
 def same_tensors(a, b):
     """Whether two torch::save archives hold the same tensors bit for bit, in any record order
     (an optimizer's state is written in an order of its own)."""
@@ -192,7 +198,10 @@ def trial(args, bridge, number, work_root):
         victims = [int(p) for p in subprocess.run(["ip", "netns", "pids", bridge.ns[2]],
                                                   capture_output=True, text=True).stdout.split()]
     killed = time.monotonic()
-    kill_pids(victims)
+    if args.link_down:  # machine 2's cable pulled: lost by the heartbeats, its workers alive
+        link(bridge, 2, up=False)
+    else:
+        kill_pids(victims)
     seen = None
     while time.monotonic() < killed + 60 and seen is None:
         seen = GENERATION.search(job.log(0))
@@ -200,19 +209,22 @@ def trial(args, bridge, number, work_root):
     seconds = time.monotonic() - killed
     after = {**workers(bridge, 0), **workers(bridge, 1)}
     codes = job.wait(120)
+    if args.link_down:
+        link(bridge, 2, up=True)  # the reference runs on it
     notes = []
     if seen is None:
         notes.append("no generation line on machine 0")
     k = int(seen.group(1)) if seen else 0
     if after != before:
         notes.append(f"worker pids changed: {before} -> {after}")
-    want_codes = [0, 0, -signal.SIGKILL if args.kill_launcher else 1]
+    want_codes = [0, 0, -signal.SIGKILL if args.kill_launcher else 3 if args.link_down else 1]
     if codes != want_codes:
         notes.append(f"exit codes {codes} (want {want_codes})")
-    if not args.kill_launcher and not re.search(
+    lost = args.kill_launcher or args.link_down
+    if not lost and not re.search(
             r"membership: machine 2 \(host \S+\) evicted: its rank [45] failed", job.log(2)):
         notes.append("machine 2 did not say it left")
-    why = r"lost: [^;]+" if args.kill_launcher else r"evicted: its rank [45] failed"
+    why = r"lost: [^;]+" if lost else r"evicted: its rank [45] failed"
     if not re.search(rf"membership: generation 1: machine 2 \(host \S+\) left: {why}; world 6 "
                      r"-> 4 \(2 machines\)", job.log(0)):
         notes.append("machine 0 has no membership line")
@@ -240,17 +252,28 @@ def trial(args, bridge, number, work_root):
         notes.append(f"param_checksum {mine} vs reference {ref} (rel {rel})")
 
     # Samples: step by step as the reference, and each completed epoch exactly once.
-    got = records(rec, range(6), up_to=k)[0]
-    got.update(records(rec, range(4), after=k)[0])
+    got, epochs = records(rec, range(6), up_to=k)
+    for step, samples in records(rec, range(4), after=k)[0].items():
+        got[step] = samples
+    for e, samples in records(rec, range(4), after=k)[1].items():
+        epochs.setdefault(e, []).extend(samples)
+    # Cut off in step K, a rank may not have seen step K complete while another did (the
+    # survivors agree on the newest step and its state is broadcast; the parameter check shows
+    # it): its samples of step K are in the trained state but not in its record; they are taken
+    # from the reference's same rank. Only with --link_down (a kill ends the dead ranks' step).
+    filled = [r for r in range(6)
+              if args.link_down and k not in records(rec, (r,), up_to=k)[0]]
+    if filled:
+        ref_k = records(ref_rec + "6", filled, up_to=k, after=k - 1)
+        got[k] = sorted(got.get(k, []) + ref_k[0].get(k, []))
+        for e, samples in ref_k[1].items():
+            epochs.setdefault(e, []).extend(samples)
     want = records(ref_rec + "6", range(6))[0]
     want.update(records(ref_rec + "4", range(4))[0])
     if got != want or len(got) != STEPS:
         diff = [s for s in sorted(set(got) | set(want)) if got.get(s) != want.get(s)][:5]
         notes.append(f"sample record differs from the reference at steps {diff} "
                      f"({len(got)} steps recorded)")
-    epochs = records(rec, range(6), up_to=k)[1]
-    for e, samples in records(rec, range(4), after=k)[1].items():
-        epochs.setdefault(e, []).extend(samples)
     complete = [e for e in sorted(epochs) if e + 1 in epochs]
     twice_or_skipped = [e for e in complete if sorted(epochs[e]) != list(range(SAMPLES))]
     if twice_or_skipped or not complete:
@@ -259,7 +282,8 @@ def trial(args, bridge, number, work_root):
     summary = (f"K {k}, recovery {seconds:.2f} s (kill -> generation line), "
                f"parameters rel diff {diffs[0]}, optimizer state bitwise equal {diffs[1]}, "
                f"param_checksum rel {rel}, "
-               f"{len(complete)} complete epochs each sample once: {not twice_or_skipped}")
+               f"{len(complete)} complete epochs each sample once: {not twice_or_skipped}"
+               + (f" (step K of ranks {filled} from the reference)" if filled else ""))
     tail, tail2 = job.log(0)[-500:], job.log(2)[-300:]
     if not ok and args.keep:
         shutil.copytree(work, os.path.join(args.keep, f"trial-{number}"), dirs_exist_ok=True)
@@ -277,6 +301,8 @@ def main() -> int:
     p.add_argument("--warm_steps", type=int, default=8)
     p.add_argument("--kill_launcher", action="store_true",
                    help="kill machine 2's launcher with its workers (a lost machine)")
+    p.add_argument("--link_down", action="store_true",
+                   help="take machine 2's link down instead (lost by the heartbeats; exit 3)")
     p.add_argument("--start_timeout", type=float, default=120)
     p.add_argument("--keep", default="", help="copy the logs of failed trials here")
     args = p.parse_args()
