@@ -257,12 +257,14 @@ def trial(args, bridge, number, work_root):
         got[step] = samples
     for e, samples in records(rec, range(4), after=k)[1].items():
         epochs.setdefault(e, []).extend(samples)
-    # Cut off in step K, a rank may not have seen step K complete while another did (the
-    # survivors agree on the newest step and its state is broadcast; the parameter check shows
-    # it): its samples of step K are in the trained state but not in its record; they are taken
-    # from the reference's same rank. Only with --link_down (a kill ends the dead ranks' step).
-    filled = [r for r in range(6)
-              if args.link_down and k not in records(rec, (r,), up_to=k)[0]]
+    # Step K is the last the old world completed: a rank may not have recorded it although its
+    # gradients are in it. A killed rank dies between the all-reduce and its record line; a rank
+    # cut off by --link_down may not see the step complete while another does (the survivors
+    # agree on the newest step and its state is broadcast). The parameter check above shows
+    # step K trained with every rank's samples; such a rank's step-K samples are taken from the
+    # reference's same rank, only when it recorded step K - 1 (it trained until then).
+    filled = [r for r in range(6) if k not in records(rec, (r,), up_to=k)[0] and
+              k - 1 in records(rec, (r,), up_to=k)[0] and diffs[0] == 0.0]
     if filled:
         ref_k = records(ref_rec + "6", filled, up_to=k, after=k - 1)
         got[k] = sorted(got.get(k, []) + ref_k[0].get(k, []))
