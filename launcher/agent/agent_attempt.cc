@@ -12,6 +12,7 @@
 #include "common/seconds.h"
 #include "launcher/agent/agent_internal.h"
 #include "launcher/agent/elastic.h"
+#include "launcher/agent/in_place.h"
 #include "launcher/agent/preflight_run.h"
 #include "launcher/agent/status_exchange.h"
 #include "launcher/process/failure_report.h"
@@ -36,6 +37,11 @@ std::string FormatHangNotes(const std::vector<std::string>& notes) {
 }  // namespace
 
 absl::StatusOr<RendezvousResult> Agent::BeginAttempt(int restarts) {
+  if (pending_join_.has_value()) {  // RegroupInPlace joined it already
+    absl::StatusOr<RendezvousResult> joined = *std::move(pending_join_);
+    pending_join_.reset();
+    return joined;
+  }
   if (rendezvous_ != nullptr) {
     return rendezvous_->Join(signals_, abort_);
   }
@@ -81,6 +87,16 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
   }
   if (plan_.fixed_master_port > 0) result.master_port = plan_.fixed_master_port;
   if (std::optional<int> code = Preflight(result); code.has_value()) return code;
+  if (plan_.in_place) {
+    plan_.generation_file = GenerationPath();
+    if (absl::Status written =
+            WriteGenerationFile(GenerationPath(), result, plan_.nproc_per_machine);
+        !written.ok()) {
+      Notice(written.message());
+      rendezvous_->ReportSpawnFailure(result.attempt, written);
+      return kExitWorkerFailed;
+    }
+  }
   auto workers = MakeWorkers(result);
   if (!workers.ok()) {
     Notice(workers.status().message());
@@ -98,22 +114,36 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
   OutputRouter router(output);
 
   restart_count_ = result.restart_count;
-  const bool can_restart = result.restart_count < config_.max_restarts;  // job-wide budget
+  reported_hang_ = false;
+  bool can_restart = result.restart_count < config_.max_restarts;  // job-wide budget
+  RendezvousResult current = result;  // in-place jobs: the generation the workers are in now
   auto on_failure = [&](const WorkerFailure& failure) {
     if (rendezvous_ == nullptr) return;
-    if (plan_.elastic && failure.agreed_hang) {
-      rendezvous_->ReportHang(result.attempt, failure);  // the server decides who goes on
+    if (plan_.elastic && (failure.agreed_hang || plan_.in_place)) {
+      rendezvous_->ReportHang(current.attempt, failure);  // the server decides who goes on
+      reported_hang_ = true;
     } else {
-      rendezvous_->ReportFailure(result.attempt, failure, can_restart);
+      rendezvous_->ReportFailure(current.attempt, failure, can_restart);
     }
   };
   auto on_interrupt = [&](int signal, const std::string& sender) {
     if (rendezvous_ != nullptr) {
-      rendezvous_->ReportInterrupted(result.attempt, signal, sender);
+      rendezvous_->ReportInterrupted(current.attempt, signal, sender);
     }
   };
+  RegroupHook regroup;
+  if (plan_.in_place) {
+    regroup = [&] {
+      if (!RegroupInPlace(&current)) return false;
+      restart_count_ = current.restart_count;
+      can_restart = current.restart_count < config_.max_restarts;
+      return true;
+    };
+  }
   std::unique_ptr<JobProgress> job;
-  if (rendezvous_ != nullptr && plan_.num_machines > 1 && plan_.hang_timeout_s > 0) {
+  // In-place jobs watch for hangs on each machine alone: the exchange is the first generation's.
+  if (rendezvous_ != nullptr && plan_.num_machines > 1 && plan_.hang_timeout_s > 0 &&
+      !plan_.in_place) {
     job = rendezvous_->OpenJobProgress(result, absl::FromChrono(FromSeconds(plan_.hang_timeout_s)));
   }
   std::unique_ptr<StatusExchange> status;
@@ -122,10 +152,29 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
         StatusLaunch{&config_, &plan_, &result, host_, run_dir_.path, run_dir_.fd.get()});
   }
   AttemptResult attempt = supervisor.Run(*std::move(workers), router, on_failure, on_interrupt,
-                                         job.get(), status.get());
+                                         job.get(), status.get(), regroup);
   status.reset();  // stops publishing this attempt's status and erases the status line
   job.reset();     // stops publishing this attempt's progress
-  return AfterAttempt(attempt, result.attempt, can_restart);
+  return AfterAttempt(attempt, current.attempt, can_restart);
+}
+
+bool Agent::RegroupInPlace(RendezvousResult* current) {
+  if (rendezvous_ == nullptr || !rendezvous_->restart_requested()) return false;
+  absl::StatusOr<RendezvousResult> joined = rendezvous_->Join(signals_, abort_);
+  if (!joined.ok() || !KeepsWorkers(*current, *joined)) {
+    pending_join_ = std::move(joined);
+    return false;
+  }
+  if (absl::Status written =
+          WriteGenerationFile(GenerationPath(), *joined, plan_.nproc_per_machine);
+      !written.ok()) {
+    Notice(absl::StrCat(written.message(), "; restarting the workers"));
+    pending_join_ = std::move(joined);
+    return false;
+  }
+  SayGenerationChange(*joined);
+  *current = *std::move(joined);
+  return true;
 }
 
 std::optional<int> Agent::Preflight(const RendezvousResult& joined) {
@@ -191,7 +240,8 @@ std::optional<int> Agent::AfterFailure(AttemptResult& attempt, int number, bool 
     // The server decided what follows the hang this machine reported (ReportHang).
     if (rendezvous_->evicted()) {
       const WorkerFailure& root = attempt.failures.front();
-      Notice(FormatEviction(plan_.machine_rank, host_, root.rank));
+      Notice(FormatEviction(plan_.machine_rank, host_, root.rank,
+                            attempt.end == AttemptEnd::kWorkerFailed));
       return kExitWorkerFailed;
     }
     can_restart = can_restart && rendezvous_->restart_requested();
@@ -209,10 +259,7 @@ std::optional<int> Agent::AfterFailure(AttemptResult& attempt, int number, bool 
 }
 
 bool Agent::ReportedHang(const AttemptResult& attempt) const {
-  if (!plan_.elastic || rendezvous_ == nullptr || attempt.end != AttemptEnd::kHang ||
-      attempt.failures.empty() || !attempt.failures.front().agreed_hang) {
-    return false;
-  }
+  if (!reported_hang_ || rendezvous_ == nullptr || attempt.failures.empty()) return false;
   rendezvous_->AwaitEvent(absl::FromChrono(defaults::kRootCauseWait));  // the server's decision
   return true;
 }
@@ -238,6 +285,7 @@ std::optional<int> Agent::AfterAbort(const AttemptResult& attempt, int number) {
     Notice(absl::StrCat("launch: aborted: ", attempt.abort_reason));
     return kExitWorkerFailed;
   }
+  if (pending_join_.has_value()) return std::nullopt;  // RegroupInPlace joined the next one
   const WorkerFailure cause = rendezvous_->RemoteRootCause();
   if (rendezvous_->restart_requested()) {
     // Elastic: the membership line after the next join says what changed.

@@ -73,9 +73,15 @@ class Agent {
   // ours followed), as the rendezvous says within defaults::kRootCauseWait.
   std::optional<WorkerFailure> JobRootCause(const WorkerFailure& local_root) const;
   // Returns whether this machine reported the hang that ended `attempt` to the server (an agreed
-  // verdict naming a local rank, elastic membership), once the server's decision arrived (or
-  // defaults::kRootCauseWait passed).
+  // verdict naming a local rank, elastic membership) or its failed worker (in-place jobs), so that
+  // the server decides who goes on, once the decision arrived (or defaults::kRootCauseWait passed).
   bool ReportedHang(const AttemptResult& attempt) const;
+  // The supervisor's regroup hook of an in-place job (launcher/agent/in_place.h): after a
+  // membership change, joins the next generation; when the workers of `current` go on in it,
+  // tells them (the generation file), makes it `current` and returns true. Otherwise keeps the
+  // join for the next attempt (pending_join_) and returns false: the workers restart.
+  bool RegroupInPlace(RendezvousResult* current);
+  std::string GenerationPath() const { return absl::StrCat(run_dir_.path, "/generation"); }
   // Returns MASTER_PORT for a job without rendezvous server: the fixed port, or a free one.
   int MasterPort() const;
   // Returns the directory of `attempt` (error, progress and preflight files, logs), relative to
@@ -105,6 +111,10 @@ class Agent {
   int last_world_ = 0;     // the previous generation's world size
   int restart_count_ = 0;  // the job's restarts when the current attempt began
   std::optional<std::string> python_module_dir_;  // PythonModuleDir's answer, once known
+  // This attempt's failure went to the server as ReportHang (it decides who goes on).
+  bool reported_hang_ = false;
+  // A join made by RegroupInPlace whose generation restarts the workers: the next attempt's.
+  std::optional<absl::StatusOr<RendezvousResult>> pending_join_;
 };
 
 }  // namespace accel::launcher::internal

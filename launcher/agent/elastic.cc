@@ -22,9 +22,11 @@ std::string FormatGenerationChange(const GenerationChange& change) {
       absl::ToDoubleSeconds(change.took));
 }
 
-std::string FormatEviction(int machine_rank, const std::string& host, int rank) {
+std::string FormatEviction(int machine_rank, const std::string& host, int rank, bool failed) {
   return absl::StrCat("membership: machine ", machine_rank, " (host ", host.empty() ? "?" : host,
-                      ") evicted: the job's hang verdict names its rank ", rank,
+                      ") evicted: ",
+                      failed ? absl::StrCat("its rank ", rank, " failed")
+                             : absl::StrCat("the job's hang verdict names its rank ", rank),
                       "; the other machines go on without it");
 }
 

@@ -31,7 +31,9 @@ std::string FormatGenerationChange(const GenerationChange& change);
 
 // Returns the line an evicted machine ends with: "membership: machine 1 (host b) evicted: the
 // job's hang verdict names its rank 3; the other machines go on without it".
-std::string FormatEviction(int machine_rank, const std::string& host, int rank);
+// With `failed` (an in-place job's failed worker): "... evicted: its rank 3 failed; ...".
+std::string FormatEviction(int machine_rank, const std::string& host, int rank,
+                           bool failed = false);
 
 // Returns the line that ends a job whose failure found the restart budget spent: "restart budget
 // spent: max_restarts 3, 3 restarts used by the job (lost machines and failures count, on every

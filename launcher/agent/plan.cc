@@ -94,6 +94,7 @@ absl::StatusOr<LaunchPlan> MakePlan(const Config& config, int gpu_count,
   plan.elastic = config.elastic() && config.num_machines > 1;
   plan.min_machines = config.fewest_machines();
   plan.rdzv_last_call_s = config.rdzv_last_call_s;
+  plan.in_place = plan.elastic && config.elastic_in_place;
   plan.debug = config.debug;
   plan.num_cpu_threads_per_process = config.num_cpu_threads_per_process;
   plan.dynamo_backend = config.dynamo_backend;

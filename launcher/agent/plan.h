@@ -41,6 +41,10 @@ struct LaunchPlan {
   bool elastic = false;
   int min_machines = 1;
   double rdzv_last_call_s = 0;
+  // Elastic and Config::elastic_in_place: workers go on across generations that lose machines.
+  bool in_place = false;
+  // ACCEL_GENERATION_FILE of an in-place job (the agent sets it once the run directory exists).
+  std::string generation_file;
   bool debug = false;
   // Hang detection: zero when off (always off for a single process: no peer waits on it).
   double hang_timeout_s = 0;

@@ -86,8 +86,9 @@ rendezvous::JoinRequest MakeJoinRequest(const Config& config, const LaunchPlan& 
       {"hang_timeout", absl::StrCat(plan.hang_timeout_s)},
   };
   if (plan.elastic) {  // only then: a fixed job's fingerprint is what it was
-    request.config_fingerprint["elastic"] = absl::StrCat(
-        "min_machines ", plan.min_machines, ", rdzv_last_call ", plan.rdzv_last_call_s);
+    request.config_fingerprint["elastic"] =
+        absl::StrCat("min_machines ", plan.min_machines, ", rdzv_last_call ", plan.rdzv_last_call_s,
+                     plan.in_place ? ", in place" : "");
   }
   request.accel_version = kVersion;
   request.device_summary = plan.use_cpu ? "cpu" : absl::StrCat(plan.nproc_per_machine, "x cuda");

@@ -25,7 +25,8 @@ bool Owned(absl::string_view name) {
                                        env::kStoreEndpoint, env::kRdzvToken,
                                        env::kTlsCaFile,     env::kErrorFile,
                                        env::kBackend,       env::kProgressFile,
-                                       env::kLocalAddr,     env::kCollectiveTimeoutMs};
+                                       env::kLocalAddr,     env::kCollectiveTimeoutMs,
+                                       env::kGenerationFile};
   return std::any_of(std::begin(kOwned), std::end(kOwned),
                      [name](const char* owned) { return name == owned; });
 }
@@ -102,6 +103,9 @@ void AddOurVars(const LaunchPlan& plan, const RendezvousResult& rdzv, const Work
   v[env::kErrorFile] = files.error_file;
   v[env::kBackend] = plan.backend;
   if (!files.progress_file.empty()) v[env::kProgressFile] = files.progress_file;
+  if (plan.in_place && !plan.generation_file.empty()) {
+    v[env::kGenerationFile] = plan.generation_file;
+  }
   if (plan.collective_timeout_ms > 0) {
     v[env::kCollectiveTimeoutMs] = absl::StrCat(plan.collective_timeout_ms);
   }

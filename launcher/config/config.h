@@ -91,6 +91,9 @@ struct Config {
   int min_machines = 0;
   // How long a generation with min_machines machines waits for more before it starts.
   double rdzv_last_call_s = ToSeconds(defaults::kRdzvLastCall);
+  // Elastic membership, programs that call Accelerator::recover() (docs/libaccel.md "In-place
+  // recovery"): survivors keep their workers when machines leave; false = restart them.
+  bool elastic_in_place = false;
   double monitor_interval_s = ToSeconds(defaults::kMonitorInterval);
   double shutdown_grace_s = ToSeconds(defaults::kShutdownGrace);  // SIGTERM → grace → SIGKILL
   std::string log_dir;                                            // empty: no per-rank log files

@@ -159,6 +159,11 @@ std::vector<KeySpec> MakeSchema() {
       ACCEL_BOOL(dynamo_use_regional_compilation, dynamo_use_regional_compilation, true, kNever,
                  "torch.compile regional compilation (default false)"),
       ACCEL_IGNORED(ec2_instance_type, "SageMaker only; ignored"),
+      ACCEL_BOOL(elastic_in_place, elastic_in_place, false, kWhenNotDefault,
+                 "elastic membership: the program recovers in place (libaccel's "
+                 "Accelerator::recover(), as train.bin): when machines leave, the survivors keep "
+                 "their workers and tell them the new generation (ACCEL_GENERATION_FILE); a "
+                 "machine whose worker failed leaves (default false: restart every worker)"),
       ACCEL_BOOL(enable_cpu_affinity, enable_cpu_affinity, true, kAlways,
                  "pin each local process to its own share of the CPUs, NUMA node by NUMA node; "
                  "ACCELERATE_CPU_AFFINITY=1 in workers (default false)"),

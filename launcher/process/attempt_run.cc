@@ -37,7 +37,7 @@ AttemptRun::AttemptRun(
     const SupervisorOptions& options, const SignalFd& signals, AbortChannel& abort,
     OutputRouter& router, const std::function<void(const WorkerFailure&)>& on_failure,
     const std::function<void(int signal, const std::string& sender)>& on_interrupt,
-    JobProgress* job, WorkerObserver* observer)
+    JobProgress* job, WorkerObserver* observer, RegroupHook regroup)
     : options_(options),
       signals_(signals),
       abort_(abort),
@@ -45,6 +45,7 @@ AttemptRun::AttemptRun(
       on_failure_(on_failure),
       on_interrupt_(on_interrupt),
       observer_(observer),
+      regroup_(std::move(regroup)),
       hang_(WatchOptions(options), job),
       watch_hangs_(options.hang_timeout > absl::ZeroDuration()) {}
 
@@ -183,6 +184,11 @@ void AttemptRun::OnSignals() {
 }
 
 void AttemptRun::OnAbort() {
+  const bool any_running = std::any_of(workers_.begin(), workers_.end(),
+                                       [](const Worker& w) { return w.process.running(); });
+  if (!stopping_ && any_running && regroup_ && regroup_()) {
+    return;  // the workers go on in the next generation; the hook's join re-armed the channel
+  }
   if (!stopping_) {
     result_.end = AttemptEnd::kAborted;
     result_.abort_reason = abort_.reason();

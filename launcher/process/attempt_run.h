@@ -23,13 +23,14 @@ struct Worker {
 // One attempt's event loop: spawn every worker, then poll once after another (signals, aborts,
 // output, exits, hang checks) until every worker is reaped and its output drained. A failure, a
 // signal, an abort or a hang begins the teardown (BeginStop): the signal to every process group,
-// then SIGKILL once the grace is over (KillNow). Lives for one Supervisor::Run call.
+// then SIGKILL once the grace is over (KillNow); an abort that the regroup hook answers (an
+// in-place membership change) does not. Lives for one Supervisor::Run call.
 class AttemptRun {
  public:
   AttemptRun(const SupervisorOptions& options, const SignalFd& signals, AbortChannel& abort,
              OutputRouter& router, const std::function<void(const WorkerFailure&)>& on_failure,
              const std::function<void(int signal, const std::string& sender)>& on_interrupt,
-             JobProgress* job, WorkerObserver* observer);
+             JobProgress* job, WorkerObserver* observer, RegroupHook regroup = nullptr);
 
   // Runs the attempt to its end; call once.
   AttemptResult Run(std::vector<WorkerLaunch> launches);
@@ -73,6 +74,7 @@ class AttemptRun {
   const std::function<void(const WorkerFailure&)>& on_failure_;
   const std::function<void(int signal, const std::string& sender)>& on_interrupt_;
   WorkerObserver* const observer_;  // may be null
+  const RegroupHook regroup_;       // may be empty
   HangWatch hang_;
   const bool watch_hangs_;
 

@@ -47,9 +47,9 @@ AttemptResult Supervisor::Run(
     std::vector<WorkerLaunch> workers, OutputRouter& router,
     const std::function<void(const WorkerFailure&)>& on_failure,
     const std::function<void(int signal, const std::string& sender)>& on_interrupt,
-    JobProgress* job, WorkerObserver* observer) {
+    JobProgress* job, WorkerObserver* observer, RegroupHook regroup) {
   internal::AttemptRun attempt(options_, signals_, abort_, router, on_failure, on_interrupt, job,
-                               observer);
+                               observer, std::move(regroup));
   return attempt.Run(std::move(workers));
 }
 

@@ -110,6 +110,11 @@ struct AttemptResult {
   bool hang_verdict_agreed = false;
 };
 
+// Called on the supervisor's thread when the abort channel fires while the workers run: returns
+// true when they go on into the next generation (elastic in-place recovery: the hook rejoined the
+// rendezvous, which re-arms the channel, and told the workers), false to stop them as usual.
+using RegroupHook = std::function<bool()>;
+
 class Supervisor {
  public:
   Supervisor(SupervisorOptions options, const SignalFd& signals, AbortChannel& abort)
@@ -122,12 +127,14 @@ class Supervisor {
   // SIGTERM/SIGINT/SIGHUP from outside is a failure only when no signal reaches the
   // launcher within defaults::kOwnSignalGrace: a scheduler (Slurm's scancel, a time limit)
   // signals the workers and the launcher together. `job` (may be null: one machine) shows the
-  // other machines' ranks to hang detection; `observer` (may be null) follows the workers.
+  // other machines' ranks to hang detection; `observer` (may be null) follows the workers;
+  // `regroup` (may be empty) keeps the workers through a membership change (RegroupHook).
   AttemptResult Run(
       std::vector<WorkerLaunch> workers, OutputRouter& router,
       const std::function<void(const WorkerFailure&)>& on_failure,
       const std::function<void(int signal, const std::string& sender)>& on_interrupt = nullptr,
-      JobProgress* job = nullptr, WorkerObserver* observer = nullptr);
+      JobProgress* job = nullptr, WorkerObserver* observer = nullptr,
+      RegroupHook regroup = nullptr);
 
  private:
   SupervisorOptions options_;

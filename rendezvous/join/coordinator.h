@@ -14,7 +14,8 @@
 // attempt is a generation of between min_machines and num_machines machines; a lost machine
 // restarts the attempt without it (drawing on the job-wide restart budget) instead of aborting,
 // a machine whose rank the job's hang verdict names is evicted the same way (it reports the
-// verdict, the server decides), and a machine that joins a running attempt restarts it with the
+// verdict, the server decides; an in-place job's machine reports its failed worker the same way
+// and leaves), and a machine that joins a running attempt restarts it with the
 // joiner.
 //
 // Time comes in as arguments (`now`) and Tick(now) fires what is due, so tests and the fuzzer

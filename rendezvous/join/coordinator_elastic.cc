@@ -111,7 +111,11 @@ void JoinCoordinator::HangLocked(int rank, v1::RootCause cause, Outbox& out) {
   evicted.told = true;
   evicted.watch_id = 0;
   everyone.erase(rank);
-  why_left_[rank] = absl::StrCat("evicted: the job's hang verdict names its rank ", cause.rank());
+  // A failed worker's report (in-place jobs: its machine leaves) carries how it ended.
+  const bool failed = cause.exit_code() != 0 || cause.signal() != 0;
+  why_left_[rank] =
+      failed ? absl::StrCat("evicted: its rank ", cause.rank(), " failed")
+             : absl::StrCat("evicted: the job's hang verdict names its rank ", cause.rank());
   RestartLocked(cause, /*counted=*/true, std::move(everyone), out);
 }
 

@@ -42,6 +42,9 @@ TEST(ElasticTest, AnEvictedMachineSaysWhoAndWhy) {
             "membership: machine 1 (host b) evicted: the job's hang verdict names its rank 3; the "
             "other machines go on without it");
   EXPECT_EQ(FormatEviction(2, "", 5).substr(0, 31), "membership: machine 2 (host ?) ");
+  EXPECT_EQ(FormatEviction(2, "c", 5, /*failed=*/true),
+            "membership: machine 2 (host c) evicted: its rank 5 failed; the other machines go on "
+            "without it");
 }
 
 }  // namespace

@@ -106,6 +106,32 @@ TEST(WorkerEnvTest, MultiMachineCpuWorkerGetsTheExactContract) {
   EXPECT_EQ(env, want);
 }
 
+// ACCEL_GENERATION_FILE reaches only the workers of an in-place job (the agent names the file
+// then), never from the launcher's own environment; the plan is in place only when elastic.
+TEST(WorkerEnvTest, OnlyInPlaceJobsWorkersGetTheGenerationFile) {
+  const std::vector<std::string> base = {"ACCEL_GENERATION_FILE=/stale"};
+  for (bool elastic : {false, true}) {
+    for (bool in_place : {false, true}) {
+      Config c;
+      c.num_machines = 3;
+      c.num_processes = 6;
+      c.use_cpu = true;
+      c.min_machines = elastic ? 2 : 0;
+      c.elastic_in_place = in_place;
+      LaunchPlan plan = Plan(c, 0);
+      EXPECT_EQ(plan.in_place, elastic && in_place);
+      if (plan.in_place) plan.generation_file = "/run/generation";
+      const Env env =
+          ToMap(WorkerEnv(plan, RendezvousResult{}, 0, WorkerFiles{"/e", "", ""}, base));
+      if (plan.in_place) {
+        EXPECT_EQ(env.at("ACCEL_GENERATION_FILE"), "/run/generation");
+      } else {
+        EXPECT_EQ(env.count("ACCEL_GENERATION_FILE"), 0u);
+      }
+    }
+  }
+}
+
 // A Python worker with a progress file gets the progress module first on PYTHONPATH, in the
 // form its sitecustomize undoes: the program's own PYTHONPATH (even an empty one) follows.
 TEST(WorkerEnvTest, PythonWorkersGetTheProgressModuleFirstOnTheirPythonPath) {

@@ -46,6 +46,36 @@ TEST_F(ElasticTest, AnAgreedHangVerdictEvictsItsMachineAndTheOthersGoOnWithoutIt
             "machine 1 (host host1) left: evicted: the job's hang verdict names its rank 3");
 }
 
+// In-place jobs: a machine whose worker failed reports it the same way (with how the worker
+// ended) and leaves; the others restart without it and are told why it left.
+TEST_F(ElasticTest, AFailedWorkersReportEvictsItsMachineWithTheFailureAsTheReason) {
+  Start(2, 3, 3);
+  FirstGeneration({0, 1, 2});
+  v1::ReportRequest r;
+  r.set_run_id("r1");
+  r.set_machine_rank(2);
+  r.set_attempt(0);
+  r.set_kind(v1::ReportRequest::HANG);
+  r.mutable_cause()->set_rank(5);
+  r.mutable_cause()->set_signal(9);
+  r.mutable_cause()->set_message("rank 5 killed by SIGKILL");
+  r.set_machine_secret(secrets_[2]);
+  ASSERT_TRUE(coordinator_->Report(r, kT0 + absl::Seconds(9)).ok());
+  ASSERT_EQ(sinks_[2]->events.size(), 1u);
+  EXPECT_TRUE(sinks_[2]->events[0].evicted());
+  for (int rank : {0, 1}) {
+    ASSERT_EQ(sinks_[rank]->events.size(), 1u);
+    EXPECT_EQ(sinks_[rank]->events[0].kind(), v1::Event::RESTART);
+  }
+  Join(0, kT0 + absl::Seconds(9.1));
+  Join(1, kT0 + absl::Seconds(9.2));
+  const v1::JoinResponse m0 = Joined(0);
+  const v1::JoinResponse m1 = Joined(1);
+  EXPECT_EQ(m0.world_size(), 4);
+  EXPECT_EQ(m1.base_rank(), 2);  // survivors keep their ranks
+  EXPECT_EQ(m0.membership(), "machine 2 (host host2) left: evicted: its rank 5 failed");
+}
+
 TEST_F(ElasticTest, AHangVerdictOfAnEarlierGenerationEvictsNobody) {
   Start(1, 2, 3);
   FirstGeneration({0, 1});

@@ -1,0 +1,339 @@
+#!/usr/bin/python3
+"""Issue 25's "scale down, in place" under accel-launch: 3 machines (network namespaces on one
+bridge) x 2 train.bin workers, --min_machines 2 --elastic_in_place; once every rank trained
+--warm_steps steps, every worker of machine 2 is SIGKILLed (its launcher lives: it must leave; --kill_launcher kills it too, --link_down cuts its link
+instead: a lost machine).
+
+A trial passes when
+  - machines 0-1 go on with the SAME worker pids at world 4 (train.bin's "[accel] generation 1:
+    world 6 -> 4, continuing after step K" line) and end with exit 0; machine 2's launcher says it
+    left (evicted: its rank failed) and exits 1; no process is left;
+  - the final parameters equal those of a reference: a fixed 3-machine job to step K that saves a
+    checkpoint, resumed by a fixed 2-machine job (world 4) to the same last step: every parameter
+    of the final checkpoints within relative 1e-6 (max|a - b| / max|b| per tensor, read from the
+    torch::save archives), the AdamW state the same bits (its records' order aside), and
+    train.bin's param_checksum within 1e-6;
+  - the sample record (train.bin --sample-record) holds, step by step, the same samples as the
+    reference's, and every epoch completed trains each sample exactly once (no sample twice or
+    skipped; --samples 960 divides by 48 and 32, so no padding).
+Prints one line per trial; exit 1 when a trial failed, 77 (skipped) without root or ip netns.
+
+Usage: sudo python3 tests/faults/in_place.py --launcher build/launcher/accel-launch \\
+           --train build/examples/train.bin [--trials N] [--keep DIR]
+"""
+import argparse
+import array
+import glob
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
+
+from cluster import kill_pids, program_env  # noqa: E402
+from many_machines import Bridge  # noqa: E402
+from skip import skip  # noqa: E402
+
+STEPS = 1500
+SAMPLES = 960  # divides by 6 x 8 and 4 x 8: no padding, epochs of 20 (world 6) and 30 steps
+ARGS = ["--input-dim", "32", "--hidden", "64", "--layers", "3", "--classes", "4", "--samples",
+        str(SAMPLES), "--batch-size", "8", "--lr", "0.01", "--optimizer", "adamw"]
+GENERATION = re.compile(r"\[accel\] generation 1: world 6 -> 4, continuing after step (\d+)")
+
+
+class Run:
+    """One job over `machines` of the bridge; logs and scratch under `work`."""
+
+    def __init__(self, args, bridge, work, name, machines, port, options, program_args):
+        self.logs = [os.path.join(work, f"{name}-m{m}.log") for m in range(machines)]
+        token = os.path.join(work, f"{name}.token")
+        fd = os.open(token, os.O_WRONLY | os.O_CREAT, 0o600)
+        os.write(fd, os.urandom(32).hex().encode() + b"\n")
+        os.close(fd)
+        env = dict(os.environ, TMPDIR=work)
+        env.pop("XDG_RUNTIME_DIR", None)
+        self.procs = []
+        for m in range(machines):
+            argv = ["ip", "netns", "exec", bridge.ns[m], args.launcher, "--use_cpu",
+                    "--num_machines", str(machines), "--num_processes", str(2 * machines),
+                    "--machine_rank", str(m), "--main_process_ip", bridge.addr[0],
+                    "--main_process_port", str(port), "--rdzv_timeout", "60", "--run_id",
+                    f"{name}-{port}", "--rdzv_token_file", token] + options + [
+                        args.train] + ARGS + program_args
+            with open(self.logs[m], "w") as log:
+                self.procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                                   stdin=subprocess.DEVNULL, env=env,
+                                                   start_new_session=True))
+
+    def wait(self, timeout):
+        """Returns the exit codes (None for a launcher still running at the deadline)."""
+        deadline = time.monotonic() + timeout
+        codes = []
+        for p in self.procs:
+            try:
+                codes.append(p.wait(timeout=max(0.1, deadline - time.monotonic())))
+            except subprocess.TimeoutExpired:
+                codes.append(None)
+        return codes
+
+    def log(self, m):
+        with open(self.logs[m], errors="replace") as f:
+            return f.read()
+
+
+def workers(bridge, machine):
+    """{rank: pid} of machine `machine`'s train.bin processes (their RANK variable)."""
+    out = {}
+    for pid in [int(p) for p in subprocess.run(["ip", "netns", "pids", bridge.ns[machine]],
+                                               capture_output=True, text=True).stdout.split()]:
+        env = program_env(pid, "train.bin")
+        if env is not None and "RANK" in env:
+            out[int(env["RANK"])] = pid
+    return out
+
+
+def progress(work, run_id, machine, rank):
+    found = glob.glob(os.path.join(glob.escape(work), f"accel-{run_id}-m{machine}-*"))
+    path = os.path.join(found[0], "attempt_0", f"rank_{rank}", "progress") if found else ""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(8)
+        return int.from_bytes(data, "little") if len(data) == 8 else -1
+    except OSError:
+        return -1
+
+
+def records(prefix, ranks, up_to=None, after=None):
+    """{step: sorted samples of every rank in `ranks`} from train.bin's --sample-record files;
+    also {epoch: [samples]} of those steps."""
+    steps, epochs = {}, {}
+    for r in ranks:
+        try:
+            lines = open(f"{prefix}.{r}").read().split("\n")
+        except OSError:
+            continue
+        for line in lines:
+            if not line.strip():
+                continue
+            epoch, step, *samples = (int(x) for x in line.split())
+            if (up_to is not None and step > up_to) or (after is not None and step <= after):
+                continue
+            steps.setdefault(step, []).extend(samples)
+            epochs.setdefault(epoch, []).extend(samples)
+    return {s: sorted(v) for s, v in steps.items()}, epochs
+
+
+def link(bridge, machine, up):
+    subprocess.run(["ip", "-n", bridge.ns[machine], "link", "set", "eth0", "up" if up else "down"],
+                   check=True, capture_output=True, timeout=30)
+
+
+def same_tensors(a, b):
+    """Whether two torch::save archives hold the same tensors bit for bit, in any record order
+    (an optimizer's state is written in an order of its own)."""
+    try:
+        with zipfile.ZipFile(a) as za, zipfile.ZipFile(b) as zb:
+            x = sorted(za.read(n) for n in za.namelist() if "/data/" in n)
+            y = sorted(zb.read(n) for n in zb.namelist() if "/data/" in n)
+            return bool(x) and x == y
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+def tensor_rel_diff(a, b):
+    """The largest relative difference between the tensors of two torch::save archives (zip
+    files; their data/N records, read as fp32: train.bin trains in fp32), per tensor
+    max|a - b| / max|b|; None when they do not hold the same records."""
+    try:
+        with zipfile.ZipFile(a) as za, zipfile.ZipFile(b) as zb:
+            names = sorted(n for n in za.namelist() if "/data/" in n)
+            if not names or names != sorted(n for n in zb.namelist() if "/data/" in n):
+                return None
+            worst = 0.0
+            for n in names:
+                x, y = array.array("f", za.read(n)), array.array("f", zb.read(n))
+                if len(x) != len(y):
+                    return None
+                scale = max((abs(v) for v in y), default=0.0) or 1.0
+                worst = max(worst, max((abs(u - v) for u, v in zip(x, y)), default=0.0) / scale)
+            return worst
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return None
+
+
+def checksum(text):
+    found = re.findall(r'"param_checksum": ([-0-9.e+]+)', text)
+    return float(found[-1]) if found else None
+
+
+def trial(args, bridge, number, work_root):
+    work = os.path.join(work_root, f"trial-{number}")
+    os.makedirs(work)
+    port = 29700 + (number * 3) % 90
+    ckpt, rec = os.path.join(work, "ckpt"), os.path.join(work, "rec")
+    job = Run(args, bridge, work, "inplace", 3, port,
+              ["--min_machines", "2", "--max_restarts", "3", "--elastic_in_place"],
+              ["--steps", str(STEPS), "--checkpoint-dir", ckpt, "--sample-record", rec])
+    run_id = f"inplace-{port}"
+    deadline = time.monotonic() + args.start_timeout
+    while time.monotonic() < deadline and not all(
+            progress(work, run_id, r // 2, r) >= args.warm_steps for r in range(6)):
+        if any(p.poll() is not None for p in job.procs):
+            break
+        time.sleep(0.005)
+    before = {**workers(bridge, 0), **workers(bridge, 1)}
+    victims = list(workers(bridge, 2).values())
+    if len(before) != 4 or len(victims) != 2:
+        bridge.kill_all()
+        job.wait(10)
+        return False, 0, f"not training: workers {before} {victims}: {job.log(0)[-400:]!r}"
+    if args.kill_launcher:  # the launcher too: machine 2 is lost instead of leaving
+        victims = [int(p) for p in subprocess.run(["ip", "netns", "pids", bridge.ns[2]],
+                                                  capture_output=True, text=True).stdout.split()]
+    killed = time.monotonic()
+    if args.link_down:  # machine 2's cable pulled: lost by the heartbeats, its workers alive
+        link(bridge, 2, up=False)
+    else:
+        kill_pids(victims)
+    seen = None
+    while time.monotonic() < killed + 60 and seen is None:
+        seen = GENERATION.search(job.log(0))
+        time.sleep(0.01)
+    seconds = time.monotonic() - killed
+    after = {**workers(bridge, 0), **workers(bridge, 1)}
+    codes = job.wait(120)
+    if args.link_down:
+        link(bridge, 2, up=True)  # the reference runs on it
+    notes = []
+    if seen is None:
+        notes.append("no generation line on machine 0")
+    k = int(seen.group(1)) if seen else 0
+    if after != before:
+        notes.append(f"worker pids changed: {before} -> {after}")
+    want_codes = [0, 0, -signal.SIGKILL if args.kill_launcher else 3 if args.link_down else 1]
+    if codes != want_codes:
+        notes.append(f"exit codes {codes} (want {want_codes})")
+    lost = args.kill_launcher or args.link_down
+    if not lost and not re.search(
+            r"membership: machine 2 \(host \S+\) evicted: its rank [45] failed", job.log(2)):
+        notes.append("machine 2 did not say it left")
+    why = r"lost: [^;]+" if lost else r"evicted: its rank [45] failed"
+    if not re.search(rf"membership: generation 1: machine 2 \(host \S+\) left: {why}; world 6 "
+                     r"-> 4 \(2 machines\)", job.log(0)):
+        notes.append("machine 0 has no membership line")
+
+    # The reference: a fixed world-6 job saves at step K, a fixed world-4 job resumes it.
+    ref_ckpt, ref_rec = os.path.join(work, "ref_ckpt"), os.path.join(work, "ref_rec")
+    ref6 = Run(args, bridge, work, "ref6", 3, port + 1, [],
+               ["--steps", str(k), "--checkpoint-dir", ref_ckpt, "--sample-record", ref_rec + "6"])
+    codes6 = ref6.wait(120)
+    ref4 = Run(args, bridge, work, "ref4", 2, port + 2, [],
+               ["--steps", str(STEPS), "--checkpoint-dir", ref_ckpt, "--resume",
+                "--sample-record", ref_rec + "4"])
+    codes4 = ref4.wait(120)
+    if codes6 != [0, 0, 0] or codes4 != [0, 0]:
+        notes.append(f"reference exit codes {codes6} {codes4}")
+    diffs = [tensor_rel_diff(os.path.join(ckpt, "model_0.pt"),
+                             os.path.join(ref_ckpt, "model_0.pt")),
+             same_tensors(os.path.join(ckpt, "optimizer_0.pt"),
+                          os.path.join(ref_ckpt, "optimizer_0.pt"))]
+    if diffs[0] is None or diffs[0] >= 1e-6 or not diffs[1]:
+        notes.append(f"model tensors rel {diffs[0]} / optimizer state bitwise {diffs[1]}")
+    mine, ref = checksum(job.log(0)), checksum(ref4.log(0))
+    rel = abs(mine - ref) / max(abs(ref), 1e-30) if mine is not None and ref is not None else None
+    if rel is None or rel >= 1e-6:
+        notes.append(f"param_checksum {mine} vs reference {ref} (rel {rel})")
+
+    # Samples: step by step as the reference, and each completed epoch exactly once.
+    got, epochs = records(rec, range(6), up_to=k)
+    for step, samples in records(rec, range(4), after=k)[0].items():
+        got[step] = samples
+    for e, samples in records(rec, range(4), after=k)[1].items():
+        epochs.setdefault(e, []).extend(samples)
+    # Step K is the last the old world completed: a rank may not have recorded it although its
+    # gradients are in it. A killed rank dies between the all-reduce and its record line; a rank
+    # cut off by --link_down may not see the step complete while another does (the survivors
+    # agree on the newest step and its state is broadcast). The parameter check above shows
+    # step K trained with every rank's samples; such a rank's step-K samples are taken from the
+    # reference's same rank, only when it recorded step K - 1 (it trained until then).
+    filled = [r for r in range(6) if k not in records(rec, (r,), up_to=k)[0] and
+              k - 1 in records(rec, (r,), up_to=k)[0] and diffs[0] == 0.0]
+    if filled:
+        ref_k = records(ref_rec + "6", filled, up_to=k, after=k - 1)
+        got[k] = sorted(got.get(k, []) + ref_k[0].get(k, []))
+        for e, samples in ref_k[1].items():
+            epochs.setdefault(e, []).extend(samples)
+    want = records(ref_rec + "6", range(6))[0]
+    want.update(records(ref_rec + "4", range(4))[0])
+    if got != want or len(got) != STEPS:
+        diff = [s for s in sorted(set(got) | set(want)) if got.get(s) != want.get(s)][:5]
+        notes.append(f"sample record differs from the reference at steps {diff} "
+                     f"({len(got)} steps recorded)")
+    complete = [e for e in sorted(epochs) if e + 1 in epochs]
+    twice_or_skipped = [e for e in complete if sorted(epochs[e]) != list(range(SAMPLES))]
+    if twice_or_skipped or not complete:
+        notes.append(f"epochs {twice_or_skipped} not exactly once ({len(complete)} complete)")
+    ok = not notes
+    summary = (f"K {k}, recovery {seconds:.2f} s (kill -> generation line), "
+               f"parameters rel diff {diffs[0]}, optimizer state bitwise equal {diffs[1]}, "
+               f"param_checksum rel {rel}, "
+               f"{len(complete)} complete epochs each sample once: {not twice_or_skipped}"
+               + (f" (step K of ranks {filled} from the reference)" if filled else ""))
+    tail, tail2 = job.log(0)[-500:], job.log(2)[-300:]
+    if not ok and args.keep:
+        shutil.copytree(work, os.path.join(args.keep, f"trial-{number}"), dirs_exist_ok=True)
+    shutil.rmtree(work, ignore_errors=True)
+    if not ok:
+        summary += "; " + "; ".join(notes) + f"; m0 tail {tail!r}; m2 tail {tail2!r}"
+    return ok, seconds, summary
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--launcher", required=True)
+    p.add_argument("--train", required=True)
+    p.add_argument("--trials", type=int, default=1)
+    p.add_argument("--warm_steps", type=int, default=8)
+    p.add_argument("--kill_launcher", action="store_true",
+                   help="kill machine 2's launcher with its workers (a lost machine)")
+    p.add_argument("--link_down", action="store_true",
+                   help="take machine 2's link down instead (lost by the heartbeats; exit 3)")
+    p.add_argument("--start_timeout", type=float, default=120)
+    p.add_argument("--keep", default="", help="copy the logs of failed trials here")
+    args = p.parse_args()
+    if os.geteuid() != 0:
+        return skip(f"needs root for ip netns (euid {os.geteuid()})")
+    if shutil.which("ip") is None:
+        return skip("iproute2 missing")
+    bridge = Bridge(3)
+    work_root = tempfile.mkdtemp(prefix="accel_in_place_")
+    results = []
+    try:
+        try:
+            bridge.up()
+        except Exception as e:  # noqa: BLE001 - any failure to build the namespaces skips
+            return skip(f"cannot create network namespaces: {e}")
+        for t in range(1, args.trials + 1):
+            ok, seconds, note = trial(args, bridge, t, work_root)
+            if bridge.kill_all():
+                ok = False
+                note += "; processes left behind"
+            results.append(ok)
+            print(f"trial {t}: {'ok' if ok else 'FAILED'} {seconds:.2f} s "
+                  f"(load {os.getloadavg()[0]:.1f}) {note}", flush=True)
+    finally:
+        bridge.down()
+        shutil.rmtree(work_root, ignore_errors=True)
+    print(f"in place: {sum(results)}/{len(results)} trials passed")
+    return 0 if results and all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
