@@ -14,52 +14,20 @@
 #include "gtest/gtest.h"
 #include "launcher/process/os_util.h"
 #include "launcher/process/supervisor.h"
+#include "tests/mp/launcher/process/supervisor_fixture.h"
 
 namespace accel::launcher {
 namespace {
 
-class RegroupTest : public ::testing::Test {
+class RegroupTest : public SupervisorFixture {
  protected:
-  void SetUp() override {
-    auto signals = SignalFd::Create();
-    ASSERT_TRUE(signals.ok()) << signals.status();
-    signals_ = std::make_unique<SignalFd>(*std::move(signals));
-    auto abort = AbortChannel::Create();
-    ASSERT_TRUE(abort.ok());
-    abort_ = *std::move(abort);
-    auto out = MakePipe();
-    ASSERT_TRUE(out.ok());
-    out_read_ = std::move(out->first);
-    out_write_ = std::move(out->second);
-    ::fcntl(out_write_.get(), F_SETPIPE_SZ, 1 << 20);
-    dir_ = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
-           "/accel_regroup_XXXXXX";
-    ASSERT_NE(::mkdtemp(dir_.data()), nullptr);
-  }
-  void TearDown() override {
-    RemoveTree(dir_);
-    EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1);  // nothing of ours left
-    EXPECT_EQ(errno, ECHILD);
-  }
-
   // Two workers that sleep `sleep_s` and exit 0; `aborts` aborts 300 ms apart from another
   // thread; `answers` are the hook's answers, in order (false once they run out).
   AttemptResult Run(double sleep_s, int aborts, std::vector<bool> answers) {
-    std::vector<WorkerLaunch> workers;
-    for (int r = 0; r < 2; ++r) {
-      WorkerLaunch w;
-      w.rank = r;
-      w.local_rank = r;
-      w.files.error_file = dir_ + "/error_" + std::to_string(r) + ".json";
-      w.spec.label = "worker rank=" + std::to_string(r);
-      w.spec.path = FAKE_WORKER_PATH;
-      w.spec.argv = {"fake_worker", "--sleep=" + std::to_string(sleep_s)};
-      w.spec.env = {"RANK=" + std::to_string(r), "ACCEL_ERROR_FILE=" + w.files.error_file};
-      workers.push_back(std::move(w));
-    }
+    std::vector<WorkerLaunch> workers = Workers(2, {"--sleep=" + std::to_string(sleep_s)});
     OutputOptions output;
     output.console_stdout = out_write_.get();
-    output.console_stderr = out_write_.get();
+    output.console_stderr = err_write_.get();
     OutputRouter router(output);
     SupervisorOptions options;
     options.host = "testhost";
@@ -84,11 +52,6 @@ class RegroupTest : public ::testing::Test {
     return result;
   }
 
-  std::unique_ptr<SignalFd> signals_;
-  std::unique_ptr<AbortChannel> abort_;
-  UniqueFd out_read_, out_write_;
-  std::string dir_;
-  absl::Duration elapsed_;
   int calls_ = 0;
 };
 

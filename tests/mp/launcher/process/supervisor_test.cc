@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launcher/process/os_util.h"
+#include "tests/mp/launcher/process/supervisor_fixture.h"
 
 namespace accel::launcher {
 namespace {
@@ -84,55 +85,8 @@ pid_t ReadPid(const std::string& path) {
   return n > 0 ? std::atoi(buf) : 0;
 }
 
-class SupervisorTest : public ::testing::Test {
+class SupervisorTest : public SupervisorFixture {
  protected:
-  void SetUp() override {
-    auto signals = SignalFd::Create();
-    ASSERT_TRUE(signals.ok()) << signals.status();
-    signals_ = std::make_unique<SignalFd>(*std::move(signals));
-    auto abort = AbortChannel::Create();
-    ASSERT_TRUE(abort.ok());
-    abort_ = *std::move(abort);
-    auto out = MakePipe();
-    auto err = MakePipe();
-    ASSERT_TRUE(out.ok() && err.ok());
-    out_read_ = std::move(out->first);
-    out_write_ = std::move(out->second);
-    err_read_ = std::move(err->first);
-    err_write_ = std::move(err->second);
-    // Big enough that the console pipes never fill during a test.
-    ::fcntl(out_write_.get(), F_SETPIPE_SZ, 1 << 20);
-    ::fcntl(err_write_.get(), F_SETPIPE_SZ, 1 << 20);
-    dir_ = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
-           "/accel_supervisor_XXXXXX";
-    ASSERT_NE(::mkdtemp(dir_.data()), nullptr);
-  }
-  void TearDown() override {
-    RemoveTree(dir_);
-    // Nothing of ours may be left: no child, running or zombie.
-    EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1);
-    EXPECT_EQ(errno, ECHILD);
-  }
-
-  std::vector<WorkerLaunch> Workers(int n, const std::vector<std::string>& args) {
-    std::vector<WorkerLaunch> out;
-    for (int r = 0; r < n; ++r) {
-      WorkerLaunch w;
-      w.rank = r;
-      w.local_rank = r;
-      w.files.error_file = dir_ + "/error_" + std::to_string(r) + ".json";
-      w.files.progress_file = dir_ + "/progress_" + std::to_string(r);
-      w.spec.label = "worker rank=" + std::to_string(r);
-      w.spec.path = FAKE_WORKER_PATH;
-      w.spec.argv = {"fake_worker"};
-      w.spec.argv.insert(w.spec.argv.end(), args.begin(), args.end());
-      w.spec.env = {"RANK=" + std::to_string(r), "ACCEL_ERROR_FILE=" + w.files.error_file,
-                    "ACCEL_PROGRESS_FILE=" + w.files.progress_file};
-      out.push_back(std::move(w));
-    }
-    return out;
-  }
-
   AttemptResult Run(std::vector<WorkerLaunch> workers, SupervisorOptions options = {},
                     std::vector<WorkerFailure>* reported = nullptr,
                     std::vector<int>* interrupts = nullptr) {
@@ -156,11 +110,6 @@ class SupervisorTest : public ::testing::Test {
     return result;
   }
 
-  std::unique_ptr<SignalFd> signals_;
-  std::unique_ptr<AbortChannel> abort_;
-  UniqueFd out_read_, out_write_, err_read_, err_write_;
-  std::string dir_;
-  absl::Duration elapsed_;
   std::vector<std::string> senders_;  // on_interrupt's sender, each call
 };
 
