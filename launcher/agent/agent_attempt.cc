@@ -131,15 +131,6 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
       rendezvous_->ReportInterrupted(current.attempt, signal, sender);
     }
   };
-  RegroupHook regroup;
-  if (plan_.in_place) {
-    regroup = [&] {
-      if (!RegroupInPlace(&current)) return false;
-      restart_count_ = current.restart_count;
-      can_restart = current.restart_count < config_.max_restarts;
-      return true;
-    };
-  }
   std::unique_ptr<JobProgress> job;
   // In-place jobs watch for hangs on each machine alone: the exchange is the first generation's.
   if (rendezvous_ != nullptr && plan_.num_machines > 1 && plan_.hang_timeout_s > 0 &&
@@ -150,6 +141,15 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
   if (rendezvous_ != nullptr) {
     status = StartStatus(
         StatusLaunch{&config_, &plan_, &result, host_, run_dir_.path, run_dir_.fd.get()});
+  }
+  RegroupHook regroup;
+  if (plan_.in_place) {
+    regroup = [&]() -> std::optional<Regroup> {
+      if (!RegroupInPlace(&current)) return std::nullopt;
+      restart_count_ = current.restart_count;
+      can_restart = current.restart_count < config_.max_restarts;
+      return Regroup{current.base_rank, job.get(), status.get()};
+    };
   }
   AttemptResult attempt = supervisor.Run(*std::move(workers), router, on_failure, on_interrupt,
                                          job.get(), status.get(), regroup);
