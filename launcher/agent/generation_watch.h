@@ -4,7 +4,8 @@
 // attempt's generation; an in-place membership change (the supervisor's RegroupHook) moves them
 // to the new one: the progress exchange into the new generation's store namespace (the server
 // closed the old one) with its machine count and this machine's index, the status under the new
-// generation, world and ranks (the machines that left are no longer read). Owned by the
+// generation, world and ranks (the machines that left are no longer read). After such a move a
+// FirstStepClock says when the workers completed their first step at the new world. Owned by the
 // attempt's thread (the supervisor's); not thread-safe.
 #ifndef ACCEL_LAUNCHER_AGENT_GENERATION_WATCH_H_
 #define ACCEL_LAUNCHER_AGENT_GENERATION_WATCH_H_
@@ -12,6 +13,7 @@
 #include <memory>
 
 #include "absl/time/time.h"
+#include "launcher/agent/first_step_clock.h"
 #include "launcher/agent/plan.h"
 #include "launcher/agent/rendezvous.h"
 #include "launcher/agent/status_exchange.h"
@@ -33,13 +35,14 @@ class GenerationWatch final : public WorkerObserver {
   // Opens both for the generation `joined` (the attempt's first).
   void Open(const RendezvousResult& joined);
   // Closes the previous generation's and opens `joined`'s; returns what the supervisor needs to
-  // move the running workers into it (Regroup: their base rank, the new exchange, this observer).
+  // move the running workers into it (Regroup: their base rank, the new exchange, this observer),
+  // and starts the clock of the first step at the new world.
   Regroup MoveTo(const RendezvousResult& joined);
   // Stops both: nothing is published from here on and the status line is erased.
   void Close();
 
   JobProgress* job() const { return job_.get(); }
-  // The workers' observer: the status exchange's.
+  // The workers' observer: the status exchange's (and the clock's, after a move).
   WorkerObserver* observer() { return this; }
 
   void Started(const WorkerLaunch& worker, pid_t pid) override;
@@ -54,6 +57,7 @@ class GenerationWatch final : public WorkerObserver {
   const absl::Duration hang_timeout_;
   std::unique_ptr<JobProgress> job_;
   std::unique_ptr<StatusExchange> status_;
+  std::unique_ptr<FirstStepClock> clock_;  // after a move
 };
 
 }  // namespace accel::launcher
