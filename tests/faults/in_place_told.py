@@ -100,6 +100,7 @@ def trial(args, bridge, number, work_root):
                "--hang_timeout", "4", "--status_interval", "1"],
               ["--steps", "1000000"])
     notes = []
+    prefixes = "output prefixes not checked (train.bin printed no line after the change)"
     deadline = time.monotonic() + args.start_timeout
     while time.monotonic() < deadline and not all(
             progress(work, run_id, r // 2, r) >= args.warm_steps for r in range(6)):
@@ -124,6 +125,15 @@ def trial(args, bridge, number, work_root):
     got1, seconds1 = await_status(args, bridge, work, run_id, lambda j: shape(j) == want1, 10)
     if seconds1 is None:
         notes.append(f"status after machine 1 left: {shape(got1)}, want {want1}")
+    # A machine's local rank 0 of train.bin says "DDP overlap off" (on a machine with few cores)
+    # when it builds DDP, also after the change: machine 2's must then carry its new prefix.
+    overlap = "[accel] DDP overlap off"
+    if f"[rank 4] {overlap}" in job.log(2):
+        await_log(job, 2, re.escape(f"[rank 2] {overlap}"), 10)
+        if job.log(2).count(f"[rank 4] {overlap}") != 1 or f"[rank 2] {overlap}" not in job.log(2):
+            notes.append("machine 2's output after the change is not prefixed [rank 2]")
+        else:
+            prefixes = "machine 2's local rank 0 printed as [rank 4], then as [rank 2]"
     if not re.search(r"membership: generation 1: machine 1 \(host \S+\) left: evicted: its rank "
                      r"[23] failed; world 6 -> 4 \(2 machines\)", job.log(0)):
         notes.append("machine 0 has no membership line for generation 1")
@@ -164,7 +174,9 @@ def trial(args, bridge, number, work_root):
     ok = not notes
     summary = (f"status at generation 1 after {seconds1 if seconds1 is None else round(seconds1, 2)}"
                f" s, SIGSTOP -> machine 2 evicted {hang_seconds:.2f} s, status at generation 2 "
-               f"after {seconds2 if seconds2 is None else round(seconds2, 2)} s, exit codes {codes}")
+               f"after {seconds2 if seconds2 is None else round(seconds2, 2)} s, exit codes {codes}"
+               f", {prefixes}; machine 0: "
+               + "; ".join(re.findall(r"(?:recovered in|first step at world) [^\n]*", job.log(0))))
     if not ok:
         summary += "; " + "; ".join(notes) + "".join(
             f"; m{m} tail {job.log(m)[-700:]!r}" for m in range(3))
