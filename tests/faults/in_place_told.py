@@ -60,6 +60,16 @@ def status(args, bridge, work, run_id):
         return None
 
 
+def status_table(args, bridge, work, run_id):
+    """`accel-launch status` (the table) on machine 0; "" on failure."""
+    found = glob.glob(os.path.join(glob.escape(work), f"accel-{run_id}-m0-*"))
+    if not found:
+        return ""
+    out = subprocess.run(["ip", "netns", "exec", bridge.ns[0], args.launcher, "status", found[0]],
+                         capture_output=True, text=True, timeout=30)
+    return out.stdout if out.returncode == 0 else ""
+
+
 def await_status(args, bridge, work, run_id, want, timeout):
     """Polls status until want(json) holds; returns (json, seconds) or (last json, None)."""
     start = time.monotonic()
@@ -125,6 +135,9 @@ def trial(args, bridge, number, work_root):
     got1, seconds1 = await_status(args, bridge, work, run_id, lambda j: shape(j) == want1, 10)
     if seconds1 is None:
         notes.append(f"status after machine 1 left: {shape(got1)}, want {want1}")
+    table = status_table(args, bridge, work, run_id)
+    if not re.search(r"^run \S+, generation 1, 2 machines, 4 ranks$", table, re.M):
+        notes.append(f"status table after machine 1 left: {table[:200]!r}")
     # A machine's local rank 0 of train.bin says "DDP overlap off" (on a machine with few cores)
     # when it builds DDP, also after the change: machine 2's must then carry its new prefix.
     overlap = "[accel] DDP overlap off"
