@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
@@ -16,8 +17,12 @@ std::string FormatFirstStep(int generation, int world, absl::Duration took) {
       generation, world, absl::ToDoubleSeconds(took));
 }
 
-FirstStepClock::FirstStepClock(int generation, int world, absl::Time learned)
-    : generation_(generation), world_(world), learned_(learned) {
+FirstStepClock::FirstStepClock(int generation, int world, absl::Time learned,
+                               std::function<void(const std::string&)> say)
+    : generation_(generation),
+      world_(world),
+      learned_(learned),
+      say_(say ? std::move(say) : [](const std::string& line) { Notice(line); }) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -52,7 +57,7 @@ void FirstStepClock::Run() {
     for (const std::string& file : files) {
       const std::optional<progress::Record> record = ReadProgressFile(file);
       if (record.has_value() && record->step > baseline) {
-        Notice(FormatFirstStep(generation_, world_, absl::Now() - learned_));
+        say_(FormatFirstStep(generation_, world_, absl::Now() - learned_));
         return;
       }
     }

@@ -11,6 +11,7 @@
 #define ACCEL_LAUNCHER_AGENT_FIRST_STEP_CLOCK_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,8 +30,10 @@ class FirstStepClock {
   static constexpr absl::Duration kPoll = absl::Milliseconds(2);
   static constexpr absl::Duration kLimit = absl::Minutes(5);
 
-  // Starts the clock for `generation` of `world` ranks, which this machine learned of at `learned`.
-  FirstStepClock(int generation, int world, absl::Time learned);
+  // Starts the clock for `generation` of `world` ranks, which this machine learned of at `learned`;
+  // `say` gets the line (null: Notice), on the clock's thread.
+  FirstStepClock(int generation, int world, absl::Time learned,
+                 std::function<void(const std::string&)> say = nullptr);
   // Stops the thread (within one poll).
   ~FirstStepClock();
 
@@ -44,6 +47,7 @@ class FirstStepClock {
   const int generation_;
   const int world_;
   const absl::Time learned_;
+  const std::function<void(const std::string&)> say_;
   absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::string> files_ ABSL_GUARDED_BY(mu_);
