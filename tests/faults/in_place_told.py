@@ -140,6 +140,8 @@ def trial(args, bridge, number, work_root):
     if len(m0) != 2 or len(m1) != 2 or len(m2) != 2:
         bridge.kill_all()
         job.wait(10)
+        if args.keep:
+            shutil.copytree(work, os.path.join(args.keep, f"trial-{number}"), dirs_exist_ok=True)
         return False, f"not training: workers {m0} {m1} {m2}: {job.log(0)[-400:]!r}"
     at_start = {r: (m, pid) for m, ranks in enumerate((m0, m1, m2)) for r, pid in ranks.items()}
     first, _ = await_status(args, bridge, work, run_id, lambda j: shape(j)[1:] == (6, 3, at_start),
