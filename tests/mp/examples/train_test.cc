@@ -123,9 +123,9 @@ TEST(Train, StepTimesHaveOneLinePerCompletedStepOfEveryProcess) {
   const std::string dir = TempDir("step_times");
   const double before =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  Outcome ddp = RunProgram(kLauncher, "--use_cpu --num_processes 2 --gradient_accumulation_steps 2 " +
-                                          kTrain + " " + kSmall + " --batch-size 4 --steps 7" +
-                                          " --step-times " + dir + "/times");
+  Outcome ddp = RunProgram(
+      kLauncher, "--use_cpu --num_processes 2 --gradient_accumulation_steps 2 " + kTrain + " " +
+                     kSmall + " --batch-size 4 --steps 7" + " --step-times " + dir + "/times");
   ASSERT_EQ(ddp.exit_code, kExitOk) << ddp.output;
   const double after =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();

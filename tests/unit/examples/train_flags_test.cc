@@ -16,11 +16,11 @@ namespace {
 
 TEST(TrainFlags, ParsesEveryFormAndDefaults) {
   std::string error;
-  auto flags = ParseTrainFlags(
-      {"--layers", "4", "--hidden=128", "--batch_size", "16", "--optimizer", "sgd", "--grad-accum",
-       "2", "--resume", "--checkpoint-dir", "/tmp/x", "--sample-record", "/tmp/rec",
-       "--step-times", "/tmp/times"},
-      &error);
+  auto flags =
+      ParseTrainFlags({"--layers", "4", "--hidden=128", "--batch_size", "16", "--optimizer", "sgd",
+                       "--grad-accum", "2", "--resume", "--checkpoint-dir", "/tmp/x",
+                       "--sample-record", "/tmp/rec", "--step-times", "/tmp/times"},
+                      &error);
   ASSERT_TRUE(flags) << error;
   EXPECT_EQ(flags->layers, 4);
   EXPECT_EQ(flags->hidden, 128);
