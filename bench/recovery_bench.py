@@ -133,9 +133,11 @@ def add_split(result: dict, fault_at: float, first_at: float, spawn) -> None:
         result.update(launcher_s=spawn - fault_at, program_s=first_at - spawn)
 
 
-def inject(fault: str, cluster: Cluster) -> None:
+def inject(fault: str, cluster: Cluster, victims: list) -> None:
+    """kill9: SIGKILLs `victims` (machine 1's processes, listed before the fault's time was
+    taken, so the listing is not counted); link-down: takes machine 1's link down."""
     if fault == "kill9":
-        kill_pids(cluster.pids(1))
+        kill_pids(victims)
     else:
         cluster.link(1, up=False)
 
@@ -165,8 +167,9 @@ def trial(peer: str, fault: str, args, cluster: Cluster, port: int, work: str) -
             return result
         result["start_up"] = min(s[3] for s in steps(logs[0]) if int(s[1]) == 4) - launched
         time.sleep(random.uniform(0.5, 1.5))
+        victims = cluster.pids(1) if fault == "kill9" else []
         fault_at = time.time()
-        inject(fault, cluster)
+        inject(fault, cluster, victims)
         first = None
         deadline = time.monotonic() + args.recover_timeout
         while time.monotonic() < deadline and first is None:

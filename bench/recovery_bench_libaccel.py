@@ -138,9 +138,7 @@ def worker_pids(bridge: Bridge, machines, marker: str) -> dict:
     """{pid: rank} of the workers (RANK set) running `marker` on `machines`."""
     out = {}
     for m in machines:
-        pids = subprocess.run(["ip", "netns", "pids", bridge.ns[m]], capture_output=True,
-                              text=True).stdout.split()
-        for pid in (int(p) for p in pids):
+        for pid in machine_pids(bridge, m):
             try:
                 with open(f"/proc/{pid}/cmdline", "rb") as f:
                     if not any(a.endswith(marker.encode()) for a in f.read().split(b"\0")):
@@ -154,11 +152,16 @@ def worker_pids(bridge: Bridge, machines, marker: str) -> dict:
     return out
 
 
-def inject(fault: str, bridge: Bridge) -> None:
+def machine_pids(bridge: Bridge, machine: int) -> list:
+    return [int(p) for p in subprocess.run(["ip", "netns", "pids", bridge.ns[machine]],
+                                           capture_output=True, text=True).stdout.split()]
+
+
+def inject(fault: str, bridge: Bridge, victims: list) -> None:
+    """kill9: SIGKILLs `victims` (every process of machine 2, listed before the fault's time was
+    taken); link-down: takes machine 2's link down (the time was taken before that command)."""
     if fault == "kill9":
-        pids = subprocess.run(["ip", "netns", "pids", bridge.ns[2]], capture_output=True,
-                              text=True).stdout.split()
-        kill_pids([int(p) for p in pids])
+        kill_pids(victims)
     else:
         link(bridge, 2, up=False)
 
@@ -202,8 +205,9 @@ def trial(side: str, fault: str, args, bridge: Bridge, port: int, work: str) -> 
         result["start_up"] = min(t for _, w, _, t in steps.rows if w == 6) - launched
         before = worker_pids(bridge, (0, 1), marker)
         time.sleep(random.uniform(0.5, 1.5))
+        victims = machine_pids(bridge, 2) if fault == "kill9" else []
         fault_at = time.time()
-        inject(fault, bridge)
+        inject(fault, bridge, victims)
         first = {}  # survivor rank -> (step, time) of its first step at world 4
         deadline = time.monotonic() + args.recover_timeout
         while len(first) < 4 and time.monotonic() < deadline:
