@@ -33,6 +33,10 @@ GENERATION = re.compile(r"\[accel\] generation 1: world 4 -> 6, continuing after
 JOINED = re.compile(r"\[accel\] rank 4 joined generation 1 \(world 6\) after step (\d+)")
 
 
+def fmt(seconds):
+    return "-" if seconds is None else f"{seconds:.2f}"
+
+
 def wait_for(condition, timeout):
     """Polls `condition` every 5 ms; returns the seconds it took, None at the deadline."""
     start = time.monotonic()
@@ -62,10 +66,25 @@ def scale_up_trial(args, bridge, number, work_root):
         job.wait(10)
         return False, 0, f"not training: workers {before}: {job.log(0)[-400:]!r}"
     job.start_machine(2)
-    to_line = wait_for(lambda: GENERATION.search(job.log(0)), 60)
-    seen = GENERATION.search(job.log(0))
-    k = int(seen.group(1)) if seen else 0
-    to_step = wait_for(lambda: progress(work, run_id, 2, 4, attempt=1) > k, 60)
+    # From machine 2's start: the generation line, the joiner's first step; and the survivors'
+    # pause (rank 0's last step before the join to its first after, from its progress counter).
+    start = time.monotonic()
+    seen, k, to_line, to_step, pause = None, 0, None, None, None
+    last_value, last_change = progress(work, run_id, 0, 0), start
+    while time.monotonic() < start + 60 and (to_step is None or pause is None):
+        now = time.monotonic()
+        value = progress(work, run_id, 0, 0)
+        if seen is None:
+            seen = GENERATION.search(job.log(0))
+            if seen:
+                k, to_line = int(seen.group(1)), now - start
+        if value != last_value:
+            if seen and value > k and pause is None:
+                pause = now - last_change
+            last_value, last_change = value, now
+        if seen and to_step is None and progress(work, run_id, 2, 4, attempt=1) > k:
+            to_step = now - start
+        time.sleep(0.005)
     after = {**workers(bridge, 0), **workers(bridge, 1)}
     codes = job.wait(180)
     notes = []
@@ -141,8 +160,9 @@ def scale_up_trial(args, bridge, number, work_root):
     if twice_or_skipped or not complete:
         notes.append(f"epochs {twice_or_skipped} not exactly once ({len(complete)} complete)")
     ok = not notes
-    summary = (f"K {k}, machine 2 started -> generation line {to_line or -1:.2f} s, -> joiner's "
-               f"first step {to_step or -1:.2f} s; machines' checkpoints bitwise equal {equal}, "
+    summary = (f"K {k}, machine 2 started -> generation line {fmt(to_line)} s, -> joiner's first "
+               f"step {fmt(to_step)} s; survivors' pause {fmt(pause)} s; "
+               f"machines' checkpoints bitwise equal {equal}, "
                f"parameters rel diff {diffs[0]}, optimizer state bitwise equal {diffs[1]}, "
                f"param_checksum rel {rel}, "
                f"{len(complete)} complete epochs each sample once: {not twice_or_skipped}"
