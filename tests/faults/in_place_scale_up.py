@@ -67,10 +67,11 @@ def scale_up_trial(args, bridge, number, work_root):
         return False, 0, f"not training: workers {before}: {job.log(0)[-400:]!r}"
     job.start_machine(2)
     # From machine 2's start: the generation line, the joiner's first step; and the survivors'
-    # pause (rank 0's last step before the join to its first after, from its progress counter).
+    # pause: the longest time rank 0's progress counter stood still until its first step after
+    # the join (recover() writes the agreed step K in between).
     start = time.monotonic()
     seen, k, to_line, to_step, pause = None, 0, None, None, None
-    last_value, last_change = progress(work, run_id, 0, 0), start
+    last_value, last_change, longest = progress(work, run_id, 0, 0), start, 0.0
     while time.monotonic() < start + 60 and (to_step is None or pause is None):
         now = time.monotonic()
         value = progress(work, run_id, 0, 0)
@@ -79,8 +80,9 @@ def scale_up_trial(args, bridge, number, work_root):
             if seen:
                 k, to_line = int(seen.group(1)), now - start
         if value != last_value:
+            longest = max(longest, now - last_change)
             if seen and value > k and pause is None:
-                pause = now - last_change
+                pause = longest
             last_value, last_change = value, now
         if seen and to_step is None and progress(work, run_id, 2, 4, attempt=1) > k:
             to_step = now - start
