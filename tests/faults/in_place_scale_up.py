@@ -25,7 +25,7 @@ import time
 from in_place import (Run, checksum, progress, records, same_tensors, tensor_rel_diff,
                       workers)
 
-STEPS = 1500
+STEPS = 600
 SAMPLES = 720  # world 4: 30 steps of 24 per epoch; world 6: 20 steps of 36
 ARGS = ["--input-dim", "32", "--hidden", "64", "--layers", "3", "--classes", "4", "--samples",
         str(SAMPLES), "--batch-size", "6", "--lr", "0.01", "--optimizer", "adamw"]
