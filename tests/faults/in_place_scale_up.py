@@ -29,8 +29,10 @@ STEPS = 600
 SAMPLES = 720  # world 4: 30 steps of 24 per epoch; world 6: 20 steps of 36
 ARGS = ["--input-dim", "32", "--hidden", "64", "--layers", "3", "--classes", "4", "--samples",
         str(SAMPLES), "--batch-size", "6", "--lr", "0.01", "--optimizer", "adamw"]
-GENERATION = re.compile(r"\[accel\] generation 1: world 4 -> 6, continuing after step (\d+)")
-JOINED = re.compile(r"\[accel\] rank 4 joined generation 1 \(world 6\) after step (\d+)")
+GENERATION = re.compile(r"\[accel\] generation 1: world 4 -> 6, continuing after step (\d+)"
+                        r"[^\n]* in ([0-9.e-]+) s")
+JOINED = re.compile(r"\[accel\] rank 4 joined generation 1 \(world 6\) after step (\d+): "
+                    r"training state \((\d+) bytes\) from rank \d+ in ([0-9.e-]+) s")
 
 
 def fmt(seconds):
@@ -163,7 +165,9 @@ def scale_up_trial(args, bridge, number, work_root):
         notes.append(f"epochs {twice_or_skipped} not exactly once ({len(complete)} complete)")
     ok = not notes
     summary = (f"K {k}, machine 2 started -> generation line {fmt(to_line)} s, -> joiner's first "
-               f"step {fmt(to_step)} s; survivors' pause {fmt(pause)} s; "
+               f"step {fmt(to_step)} s; survivors' pause {fmt(pause)} s (rank 0's recover() "
+               f"{seen.group(2) if seen else '-'} s, the joiner's constructor: "
+               f"{joined.group(2) + ' bytes in ' + joined.group(3) if joined else '-'} s); "
                f"machines' checkpoints bitwise equal {equal}, "
                f"parameters rel diff {diffs[0]}, optimizer state bitwise equal {diffs[1]}, "
                f"param_checksum rel {rel}, "
