@@ -67,9 +67,10 @@ inline constexpr char kCollectiveTimeoutMs[] = "ACCEL_COLLECTIVE_TIMEOUT_MS";
 inline constexpr char kLocalAddr[] = "ACCEL_LOCAL_ADDR";
 // Elastic jobs (min_machines < num_machines): a file the launcher replaces (write + rename) at
 // every membership change, "key=value" lines (generation, world, base_rank, group_rank,
-// group_world, local_world, store_attempt, master_port); a libaccel worker whose program calls
-// Accelerator::recover() regroups with it in place (docs/libaccel.md "In-place recovery"; the
-// launcher does not set it yet: tests play the launcher).
+// group_world, local_world, store_attempt, master_port, joining); a libaccel worker whose program
+// calls Accelerator::recover() regroups with it in place, and one started with joining=1 receives
+// the training state from the running ones (docs/libaccel.md "In-place recovery"). Set by the
+// launcher under elastic_in_place.
 inline constexpr char kGenerationFile[] = "ACCEL_GENERATION_FILE";
 // libaccel's own switches, read by Options::FromEnv (the launcher passes them through):
 // DDP overlap (auto | on | off) and the shared-memory all-reduce (auto | on | off).

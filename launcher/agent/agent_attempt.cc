@@ -90,8 +90,9 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
   if (std::optional<int> code = Preflight(result); code.has_value()) return code;
   if (plan_.in_place) {
     plan_.generation_file = GenerationPath();
-    if (absl::Status written =
-            WriteGenerationFile(GenerationPath(), result, plan_.nproc_per_machine);
+    // New workers join the running ones when the previous generation's training continues.
+    if (absl::Status written = WriteGenerationFile(GenerationPath(), result,
+                                                   plan_.nproc_per_machine, result.continues);
         !written.ok()) {
       Notice(written.message());
       rendezvous_->ReportSpawnFailure(result.attempt, written);
@@ -161,8 +162,8 @@ bool Agent::RegroupInPlace(RendezvousResult* current) {
     pending_join_ = std::move(joined);
     return false;
   }
-  if (absl::Status written =
-          WriteGenerationFile(GenerationPath(), *joined, plan_.nproc_per_machine);
+  if (absl::Status written = WriteGenerationFile(GenerationPath(), *joined, plan_.nproc_per_machine,
+                                                 /*joining=*/false);
       !written.ok()) {
     Notice(absl::StrCat(written.message(), "; restarting the workers"));
     pending_join_ = std::move(joined);

@@ -1,18 +1,16 @@
 #include "launcher/agent/in_place.h"
 
 #include "absl/strings/str_cat.h"
-#include "rendezvous/join/membership.h"
 #include "worker/src/elastic/generation.h"
 
 namespace accel::launcher {
 
 bool KeepsWorkers(const RendezvousResult& current, const RendezvousResult& next) {
-  return next.attempt > current.attempt && next.world_size < current.world_size &&
-         !rendezvous::NamesJoiner(next.membership);
+  return next.attempt > current.attempt && next.continues;
 }
 
 absl::Status WriteGenerationFile(const std::string& path, const RendezvousResult& joined,
-                                 int local_world) {
+                                 int local_world, bool joining) {
   worker::Generation g;
   g.number = joined.attempt;
   g.world = joined.world_size;
@@ -22,6 +20,7 @@ absl::Status WriteGenerationFile(const std::string& path, const RendezvousResult
   g.local_world = local_world;
   g.store_attempt = joined.attempt;
   g.master_port = joined.master_port;
+  g.joining = joining;
   std::string error;
   if (!worker::WriteGeneration(path, g, &error)) {
     return absl::InternalError(absl::StrCat("write generation file ", path, ": ", error));

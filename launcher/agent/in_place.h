@@ -14,16 +14,20 @@ namespace accel::launcher {
 // The generation file's name in the run directory (one per machine and run).
 inline constexpr char kGenerationFileName[] = "generation";
 
-// Returns whether the workers running in generation `current` go on in place into `next`: only
-// when machines left and none joined (a joiner's state transfer is not built: then every worker
-// restarts). The answer is the same on every machine of `next` (the world and the membership
-// change are the job's), so survivors never mix kept and restarted workers.
+// Returns whether the workers running in generation `current` go on in place into `next`: when
+// `next` is newer and the server says the previous generation's training continues in it
+// (`next.continues`: it ended by machines leaving, being evicted or joining, in any mix, not by a
+// restart of every machine). Every machine gets the same `continues`, and the machines that
+// start workers for `next` start them joining (WriteGenerationFile), so kept and fresh workers
+// always meet as survivors and joiners.
 bool KeepsWorkers(const RendezvousResult& current, const RendezvousResult& next);
 
 // Writes the generation file at `path` for `joined` (`local_world` workers on this machine):
-// generation = joined.attempt, whose store namespace the workers' new group uses.
+// generation = joined.attempt, whose store namespace the workers' new group uses. `joining`:
+// the workers about to start receive the training state from the running ones
+// (docs/libaccel.md "In-place recovery"); false for kept workers and for a fresh start.
 absl::Status WriteGenerationFile(const std::string& path, const RendezvousResult& joined,
-                                 int local_world);
+                                 int local_world, bool joining);
 
 }  // namespace accel::launcher
 

@@ -100,6 +100,9 @@ struct RendezvousResult {
   int group_rank = 0;        // this machine's dense index in the generation, GROUP_RANK
   int group_world_size = 1;  // machines in the generation, GROUP_WORLD_SIZE
   std::string membership;    // what changed since the previous generation ("" = nothing)
+  // The previous generation's training goes on: its machines here keep their workers (in-place
+  // jobs), new workers join them (rendezvous JoinResponse.continues).
+  bool continues = false;
 };
 
 // Returns the plan for `config` on a machine with `gpu_count` visible GPUs (`why_no_gpu` explains

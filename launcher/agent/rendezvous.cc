@@ -241,6 +241,7 @@ absl::StatusOr<RendezvousResult> AgentRendezvous::Join(const SignalFd& signals,
   result.group_rank = joined->group_rank;
   result.group_world_size = joined->group_world_size;
   result.membership = joined->membership;
+  result.continues = joined->continues;
   auto status = client_->Watch(
       joined->attempt, [this, &abort](const rendezvous::Event& event) { OnEvent(event, abort); });
   if (!status.ok()) {

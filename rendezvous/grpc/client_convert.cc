@@ -44,6 +44,7 @@ JoinResult FromProto(const v1::JoinResponse& p) {
   r.group_world_size = p.group_world_size();
   r.restart_count = p.restart_count();
   r.membership = p.membership();
+  r.continues = p.continues();
   return r;
 }
 

@@ -198,7 +198,8 @@ void JoinCoordinator::CompleteLocked(absl::Time now, Outbox& out) {
                    hooks_.store_port ? hooks_.store_port() : 0,
                    warnings_,
                    restarts_,
-                   ""};
+                   "",
+                   false};
   if (absl::Status status = CheckWorldSize(machines, info); !status.ok()) {
     FailPendingLocked(status, out);
     return;
@@ -227,7 +228,7 @@ void JoinCoordinator::CompleteLocked(absl::Time now, Outbox& out) {
         rank, Member{std::move(pending.machine), Liveness(options_.liveness, now, probed), false, 0,
                      nullptr, false, secrets[i++]});
   }
-  info.membership = NoteMembersLocked(completion.machines);
+  info.membership = NoteMembersLocked(completion.machines, &info.continues);
   completion.info = std::move(info);
   pending_.clear();
   warnings_.clear();

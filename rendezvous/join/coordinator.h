@@ -183,9 +183,10 @@ class JoinCoordinator {
   // look again (InfiniteFuture: only a join changes the answer).
   absl::Time MaybeCompleteLocked(absl::Time now, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the running attempt with RESTART (`cause`) and forms the next, waiting for `survivors`
-  // (machine ranks); `counted` draws on the restart budget.
-  void RestartLocked(const v1::RootCause& cause, bool counted, std::set<int> survivors, Outbox& out)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // (machine ranks); `counted` draws on the restart budget; `continues`: a membership change,
+  // the survivors' workers may go on (JoinResponse.continues), not a restart of every machine.
+  void RestartLocked(const v1::RootCause& cause, bool counted, bool continues,
+                     std::set<int> survivors, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Machine `rank` of the running elastic attempt is lost (`why`): the survivors go on without
   // it, or the job ends (machine 0 lost, the budget spent, a machine already finished).
   void LostElasticLocked(int rank, v1::RootCause cause, std::string_view why, Outbox& out)
@@ -197,8 +198,9 @@ class JoinCoordinator {
   void HangLocked(int rank, v1::RootCause cause, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `joiner` waits while an elastic attempt runs: the attempt restarts to let it in.
   void ScaleUpLocked(const JoinedMachine& joiner, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Records who is in the attempt just completed (for the next change's description).
-  std::string NoteMembersLocked(const std::vector<JoinedMachine>& machines)
+  // Records who is in the attempt just completed (for the next change's description); returns
+  // that description, and in `continues` whether the previous attempt's training goes on in it.
+  std::string NoteMembersLocked(const std::vector<JoinedMachine>& machines, bool* continues)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ServerOptions options_;
@@ -223,6 +225,7 @@ class JoinCoordinator {
   std::set<int> survivors_ ABSL_GUARDED_BY(mu_);
   std::map<int, std::string> previous_ ABSL_GUARDED_BY(mu_);
   std::map<int, std::string> why_left_ ABSL_GUARDED_BY(mu_);
+  bool continues_ ABSL_GUARDED_BY(mu_) = false;  // how the last attempt ended (RestartLocked)
   absl::Time min_reached_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
 };
 

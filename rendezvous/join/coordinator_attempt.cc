@@ -205,7 +205,7 @@ absl::Status JoinCoordinator::Report(const v1::ReportRequest& request, absl::Tim
         if (phase_ == Phase::kDone) break;
         std::set<int> survivors;  // every machine: a failed worker's machine comes back
         for (const auto& [rank, member] : members_) survivors.insert(rank);
-        RestartLocked(cause, /*counted=*/true, std::move(survivors), out);
+        RestartLocked(cause, /*counted=*/true, /*continues=*/false, std::move(survivors), out);
         break;
       }
       case v1::ReportRequest::HANG:

@@ -31,9 +31,16 @@ absl::Time JoinCoordinator::MaybeCompleteLocked(absl::Time now, Outbox& out) {
   return absl::InfiniteFuture();
 }
 
-std::string JoinCoordinator::NoteMembersLocked(const std::vector<JoinedMachine>& machines) {
+std::string JoinCoordinator::NoteMembersLocked(const std::vector<JoinedMachine>& machines,
+                                               bool* continues) {
   std::map<int, std::string> now;
-  for (const JoinedMachine& m : machines) now[m.request.machine_rank()] = m.request.hostname();
+  bool kept = false;  // a machine of the previous attempt is in this one
+  for (const JoinedMachine& m : machines) {
+    now[m.request.machine_rank()] = m.request.hostname();
+    kept = kept || previous_.count(m.request.machine_rank()) != 0;
+  }
+  *continues = attempt_ > 0 && continues_ && kept;
+  continues_ = false;
   std::string change = attempt_ > 0 ? DescribeChange(previous_, now, why_left_) : "";
   previous_ = std::move(now);
   why_left_.clear();
@@ -42,9 +49,10 @@ std::string JoinCoordinator::NoteMembersLocked(const std::vector<JoinedMachine>&
   return change;
 }
 
-void JoinCoordinator::RestartLocked(const v1::RootCause& cause, bool counted,
+void JoinCoordinator::RestartLocked(const v1::RootCause& cause, bool counted, bool continues,
                                     std::set<int> survivors, Outbox& out) {
   if (counted) ++restarts_;
+  continues_ = continues;
   v1::Event event;
   event.set_kind(v1::Event::RESTART);
   event.set_attempt(attempt_ + 1);
@@ -78,7 +86,7 @@ void JoinCoordinator::LostElasticLocked(int rank, v1::RootCause cause, std::stri
     if (member_rank != rank) survivors.insert(member_rank);
   }
   why_left_[rank] = absl::StrCat("lost: ", Av(why));
-  RestartLocked(cause, /*counted=*/true, std::move(survivors), out);
+  RestartLocked(cause, /*counted=*/true, /*continues=*/true, std::move(survivors), out);
 }
 
 void JoinCoordinator::HangLocked(int rank, v1::RootCause cause, Outbox& out) {
@@ -91,7 +99,7 @@ void JoinCoordinator::HangLocked(int rank, v1::RootCause cause, Outbox& out) {
   std::set<int> everyone;
   for (const auto& [member_rank, member] : members_) everyone.insert(member_rank);
   if (!ElasticLocked() || rank == 0) {  // nobody can leave: the hung worker restarts with the rest
-    RestartLocked(cause, /*counted=*/true, std::move(everyone), out);
+    RestartLocked(cause, /*counted=*/true, /*continues=*/false, std::move(everyone), out);
     return;
   }
   if (std::any_of(members_.begin(), members_.end(), [](const auto& m) { return m.second.done; })) {
@@ -116,7 +124,7 @@ void JoinCoordinator::HangLocked(int rank, v1::RootCause cause, Outbox& out) {
   why_left_[rank] =
       failed ? absl::StrCat("evicted: its rank ", cause.rank(), " failed")
              : absl::StrCat("evicted: the job's hang verdict names its rank ", cause.rank());
-  RestartLocked(cause, /*counted=*/true, std::move(everyone), out);
+  RestartLocked(cause, /*counted=*/true, /*continues=*/true, std::move(everyone), out);
 }
 
 void JoinCoordinator::ScaleUpLocked(const JoinedMachine& joiner, Outbox& out) {
@@ -131,7 +139,7 @@ void JoinCoordinator::ScaleUpLocked(const JoinedMachine& joiner, Outbox& out) {
   cause.set_rank(-1);
   cause.set_message(absl::StrCat(
       NameMachine(joiner.request.machine_rank(), joiner.request.hostname()), " joined"));
-  RestartLocked(cause, /*counted=*/false, std::move(survivors), out);
+  RestartLocked(cause, /*counted=*/false, /*continues=*/true, std::move(survivors), out);
 }
 
 }  // namespace accel::rendezvous

@@ -2,10 +2,8 @@
 
 #include <algorithm>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 
 namespace accel::rendezvous {
 
@@ -37,13 +35,6 @@ std::string DescribeChange(const std::map<int, std::string>& before,
     if (before.count(rank) == 0) parts.push_back(absl::StrCat(NameMachine(rank, host), " joined"));
   }
   return absl::StrJoin(parts, "; ");
-}
-
-bool NamesJoiner(const std::string& change) {
-  for (absl::string_view part : absl::StrSplit(change, "; ")) {
-    if (absl::EndsWith(part, " joined")) return true;
-  }
-  return false;
 }
 
 std::string BudgetSpentMessage(const std::string& loss, int max_restarts, std::int64_t used) {

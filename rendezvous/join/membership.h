@@ -64,9 +64,6 @@ std::string DescribeChange(const std::map<int, std::string>& before,
                            const std::map<int, std::string>& after,
                            const std::map<int, std::string>& why_left);
 
-// Returns whether a DescribeChange text names a machine that joined.
-bool NamesJoiner(const std::string& change);
-
 // Returns the root-cause message of a loss that finds the budget spent: `loss`, then
 // "; restart budget spent: max_restarts N, N restarts used (lost machines count)".
 std::string BudgetSpentMessage(const std::string& loss, int max_restarts, std::int64_t used);

@@ -50,6 +50,7 @@ absl::StatusOr<std::vector<v1::JoinResponse>> BuildJoinResponses(
   common.set_group_world_size(static_cast<int>(machines.size()));
   common.set_restart_count(static_cast<int>(info.restart_count));
   common.set_membership(info.membership);
+  common.set_continues(info.continues);
   for (const std::string& warning : info.warnings) common.add_warnings(warning);
   auto entry = [&](std::size_t i) {
     v1::Machine m;

@@ -22,6 +22,7 @@ struct AttemptInfo {
   std::vector<std::string> warnings;
   std::int64_t restart_count = 0;  // job-wide restarts so far
   std::string membership;          // what changed since the previous attempt ("" = nothing)
+  bool continues = false;          // JoinResponse.continues
 };
 
 // Returns FAILED_PRECONDITION (listing every machine's count) when info.num_processes > 0 and

@@ -64,6 +64,8 @@ struct JoinResult {
   int group_world_size = 1;
   int restart_count = 0;   // job-wide restarts so far (TORCHELASTIC_RESTART_COUNT)
   std::string membership;  // what changed since the previous attempt ("" = nothing)
+  // The previous attempt's machines here go on in place (JoinResponse.continues).
+  bool continues = false;
 };
 
 // Why a job stopped: the first failure is the root cause.

@@ -16,10 +16,11 @@ A trial passes when
   - the sample record (train.bin --sample-record) holds, step by step, the same samples as the
     reference's, and every epoch completed trains each sample exactly once (no sample twice or
     skipped; --samples 960 divides by 48 and 32, so no padding).
+--scale_up runs issue 25's "scale up, in place" instead (in_place_scale_up.py).
 Prints one line per trial; exit 1 when a trial failed, 77 (skipped) without root or ip netns.
 
 Usage: sudo python3 tests/faults/in_place.py --launcher build/launcher/accel-launch \\
-           --train build/examples/train.bin [--trials N] [--keep DIR]
+           --train build/examples/train.bin [--trials N] [--keep DIR] [--scale_up]
 """
 import argparse
 import array
@@ -49,34 +50,45 @@ GENERATION = re.compile(r"\[accel\] generation 1: world 6 -> 4, continuing after
 
 
 class Run:
-    """One job over `machines` of the bridge; logs and scratch under `work`."""
+    """One job over `machines` of the bridge; logs and scratch under `work`. `start`: the
+    machines started now (default all; start_machine starts another later); "{m}" in
+    program_args becomes the machine's number; `train_args` replaces ARGS."""
 
-    def __init__(self, args, bridge, work, name, machines, port, options, program_args):
+    def __init__(self, args, bridge, work, name, machines, port, options, program_args,
+                 start=None, train_args=None):
         self.logs = [os.path.join(work, f"{name}-m{m}.log") for m in range(machines)]
         token = os.path.join(work, f"{name}.token")
         fd = os.open(token, os.O_WRONLY | os.O_CREAT, 0o600)
         os.write(fd, os.urandom(32).hex().encode() + b"\n")
         os.close(fd)
-        env = dict(os.environ, TMPDIR=work)
-        env.pop("XDG_RUNTIME_DIR", None)
-        self.procs = []
-        for m in range(machines):
-            argv = ["ip", "netns", "exec", bridge.ns[m], args.launcher, "--use_cpu",
-                    "--num_machines", str(machines), "--num_processes", str(2 * machines),
-                    "--machine_rank", str(m), "--main_process_ip", bridge.addr[0],
-                    "--main_process_port", str(port), "--rdzv_timeout", "60", "--run_id",
-                    f"{name}-{port}", "--rdzv_token_file", token] + options + [
-                        args.train] + ARGS + program_args
-            with open(self.logs[m], "w") as log:
-                self.procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                                   stdin=subprocess.DEVNULL, env=env,
-                                                   start_new_session=True))
+        self.env = dict(os.environ, TMPDIR=work)
+        self.env.pop("XDG_RUNTIME_DIR", None)
+        self.argv = lambda m: ["ip", "netns", "exec", bridge.ns[m], args.launcher, "--use_cpu",
+                               "--num_machines", str(machines), "--num_processes",
+                               str(2 * machines), "--machine_rank", str(m), "--main_process_ip",
+                               bridge.addr[0], "--main_process_port", str(port),
+                               "--rdzv_timeout", "60", "--run_id", f"{name}-{port}",
+                               "--rdzv_token_file", token] + options + [args.train] + (
+                                   train_args or ARGS) + [a.replace("{m}", str(m))
+                                                          for a in program_args]
+        self.procs = [None] * machines
+        for m in range(machines) if start is None else start:
+            self.start_machine(m)
+
+    def start_machine(self, m):
+        with open(self.logs[m], "w") as log:
+            self.procs[m] = subprocess.Popen(self.argv(m), stdout=log, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL, env=self.env,
+                                             start_new_session=True)
 
     def wait(self, timeout):
         """Returns the exit codes (None for a launcher still running at the deadline)."""
         deadline = time.monotonic() + timeout
         codes = []
         for p in self.procs:
+            if p is None:
+                codes.append(None)
+                continue
             try:
                 codes.append(p.wait(timeout=max(0.1, deadline - time.monotonic())))
             except subprocess.TimeoutExpired:
@@ -99,9 +111,9 @@ def workers(bridge, machine):
     return out
 
 
-def progress(work, run_id, machine, rank):
+def progress(work, run_id, machine, rank, attempt=0):
     found = glob.glob(os.path.join(glob.escape(work), f"accel-{run_id}-m{machine}-*"))
-    path = os.path.join(found[0], "attempt_0", f"rank_{rank}", "progress") if found else ""
+    path = os.path.join(found[0], f"attempt_{attempt}", f"rank_{rank}", "progress") if found else ""
     try:
         with open(path, "rb") as f:
             data = f.read(8)
@@ -308,6 +320,9 @@ def main() -> int:
                    help="kill machine 2's launcher with its workers (a lost machine)")
     p.add_argument("--link_down", action="store_true",
                    help="take machine 2's link down instead (lost by the heartbeats; exit 3)")
+    p.add_argument("--scale_up", action="store_true",
+                   help="start machines 0-1, then machine 2 during training: it joins in place "
+                   "(in_place_scale_up.py)")
     p.add_argument("--start_timeout", type=float, default=120)
     p.add_argument("--keep", default="", help="copy the logs of failed trials here")
     args = p.parse_args()
@@ -323,8 +338,12 @@ def main() -> int:
             bridge.up()
         except Exception as e:  # noqa: BLE001 - any failure to build the namespaces skips
             return skip(f"cannot create network namespaces: {e}")
+        run = trial
+        if args.scale_up:
+            from in_place_scale_up import scale_up_trial
+            run = scale_up_trial
         for t in range(1, args.trials + 1):
-            ok, seconds, note = trial(args, bridge, t, work_root)
+            ok, seconds, note = run(args, bridge, t, work_root)
             if bridge.kill_all():
                 ok = False
                 note += "; processes left behind"

@@ -29,16 +29,20 @@ struct RankRun {
 };
 
 // `per_machine` > 0: consecutive ranks play machines of that many ranks (GROUP_RANK), so the
-// shared-memory communicator goes hierarchical. `run_id` must differ between runs in one `dir`.
+// shared-memory communicator goes hierarchical. `run_id` must differ between runs in one `dir`
+// (two calls with the same one share the store: ranks `first`.. `first + count - 1` of `world`
+// started later, e.g. machines joining; count < 0: the rest of the world). Results by rank -
+// first.
 inline std::vector<RankRun> RunRanks(const std::string& binary, int world, int per_machine,
                                      const std::vector<std::string>& args,
                                      const std::map<std::string, std::string>& extra_env,
                                      const std::string& dir, const std::string& run_id,
-                                     std::chrono::seconds deadline) {
+                                     std::chrono::seconds deadline, int first = 0, int count = -1) {
   if (per_machine <= 0) per_machine = world;
+  if (count < 0) count = world - first;
   std::vector<pid_t> pids;
   std::vector<std::string> logs;
-  for (int r = 0; r < world; ++r) {
+  for (int r = first; r < first + count; ++r) {
     std::map<std::string, std::string> env = {
         {"RANK", std::to_string(r)},
         {"LOCAL_RANK", std::to_string(r % per_machine)},

@@ -7,6 +7,10 @@
 //   with the generation file OUT_DIR/gen_m<GROUP_RANK>; the ranks in DIE_RANKS ("4,5" or "-")
 //   write OUT_DIR/dead_<rank> and SIGKILL themselves in the sync micro-step after STEP completed
 //   steps, after its forward (their peers are then in, or about to enter, its all-reduce).
+// MODE grow: as full, but the ranks that start in generation 0 wait after STEP completed steps
+//   until the generation file holds a newer generation (the test adds a machine: its ranks start
+//   with a file that says `joining`); every rank writes its parameters, as it holds them when
+//   it first trains in the new generation, to OUT_DIR/joined_<rank at start>.bin.
 // MODE save: train to STEP steps, save_state(CKPT_DIR), exit.
 // MODE load: load_state(CKPT_DIR) (saved at another world size), train to the end.
 // Every rank appends "epoch step index..." per completed step to OUT_DIR/record_<TAG>_<rank at
@@ -23,6 +27,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "accel/accelerator.h"
@@ -49,6 +54,21 @@ struct NetImpl : torch::nn::Module {
 };
 TORCH_MODULE(Net);
 
+// MODE grow: says it waits (OUT_DIR/waiting_<rank>), then polls `path` until it holds a
+// generation above 0; the next collective then fails (the watch aborted the group) into recover().
+void WaitForNewerGeneration(const std::string& path, const std::string& out_dir, int rank) {
+  std::ofstream(out_dir + "/waiting_" + std::to_string(rank)) << ::getpid();
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < end) {
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("generation=", 0) == 0 && std::stoll(line.substr(11)) > 0) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 std::vector<int> ParseRanks(const std::string& text) {
   std::vector<int> out;
   if (text == "-") return out;
@@ -71,7 +91,7 @@ int Run(const std::string& out_dir, const std::string& tag, const std::string& m
   o.loss_scaling = accel::LossScaling::kDynamic;  // the scaler's state must survive too
   o.init_scale = 256.0;
   o.growth_interval = 3;
-  if (mode == "full") {
+  if (mode == "full" || mode == "grow") {
     o.generation_file = out_dir + "/gen_m" +
                         std::to_string(accel::env::GetInt(accel::env::kGroupRank, 0).value_or(0));
   }
@@ -87,13 +107,22 @@ int Run(const std::string& out_dir, const std::string& tag, const std::string& m
   if (mode == "load") acc.load_state(ckpt);
 
   const int first_rank = acc.process_index();
+  auto write_params = [&](const std::string& path) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    for (const auto& p : net->parameters()) {
+      torch::Tensor c = p.detach().to(torch::kFloat).contiguous();
+      out.write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.nbytes()));
+    }
+  };
+  const std::string joined_path = out_dir + "/joined_" + std::to_string(first_rank) + ".bin";
+  if (mode == "grow" && acc.generation() > 0) write_params(joined_path);  // a joiner
   const bool dies = std::find(die.begin(), die.end(), first_rank) != die.end();
   std::cout << "start pid " << ::getpid() << " rank " << first_rank << " world "
             << acc.num_processes() << std::endl;
   std::ofstream record(out_dir + "/record_" + tag + "_" + std::to_string(first_rank) + ".txt",
                        std::ios::app);
-  std::vector<std::int64_t> window;  // the samples of the step in flight
-  bool recovered = false;
+  std::vector<std::int64_t> window;                         // the samples of the step in flight
+  bool recovered = mode == "grow" && acc.generation() > 0;  // a joiner: its first step
   for (;;) {
     try {
       for (std::int64_t epoch = loader.sampler().epoch(); epoch < kEpochs; ++epoch) {
@@ -122,6 +151,9 @@ int Run(const std::string& out_dir, const std::string& tag, const std::string& m
                              .count()
                       << std::endl;
           }
+          if (mode == "grow" && acc.generation() == 0 && acc.step_count() == step) {
+            WaitForNewerGeneration(o.generation_file, out_dir, first_rank);
+          }
           if (mode == "save" && acc.step_count() == step) {
             acc.save_state(ckpt);
             std::cout << "saved at step " << step << std::endl;
@@ -136,15 +168,10 @@ int Run(const std::string& out_dir, const std::string& tag, const std::string& m
       window.clear();
       if (!acc.recover()) throw;
       recovered = true;
+      if (mode == "grow") write_params(joined_path);
     }
   }
-  if (acc.is_main_process()) {
-    std::ofstream out(out_dir + "/params_" + tag + ".bin", std::ios::binary | std::ios::trunc);
-    for (const auto& p : net->parameters()) {
-      torch::Tensor c = p.detach().to(torch::kFloat).contiguous();
-      out.write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.nbytes()));
-    }
-  }
+  if (acc.is_main_process()) write_params(out_dir + "/params_" + tag + ".bin");
   acc.wait_for_everyone();
   std::cout << "end pid " << ::getpid() << " rank " << acc.process_index() << " world "
             << acc.num_processes() << " steps " << acc.step_count() << " generation "
@@ -156,7 +183,8 @@ int Run(const std::string& out_dir, const std::string& tag, const std::string& m
 
 int main(int argc, char** argv) {
   if (argc != 7) {
-    std::cerr << "usage: worker_elastic_rank OUT_DIR TAG full|save|load STEP CKPT_DIR DIE_RANKS\n";
+    std::cerr
+        << "usage: worker_elastic_rank OUT_DIR TAG full|grow|save|load STEP CKPT_DIR DIE_RANKS\n";
     return accel::kExitUsage;
   }
   try {

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "worker/src/comm/factory.h"
 #include "worker/src/comm/progress_communicator.h"
 #include "worker/src/ddp/ordered_communicator.h"
+#include "worker/src/elastic/join.h"
 #include "worker/src/env.h"
 
 namespace accel {
@@ -200,7 +202,12 @@ Accelerator::Accelerator(Options options) : state_(std::make_unique<internal::Ac
   if (!options.progress_file.empty()) {
     s.progress = std::make_shared<worker::ProgressFile>(options.progress_file);
   }
-  internal::ConnectGroup(s, EnvInt(env::kRestartCount, 0), "pg" + std::to_string(s.group_id) + "/");
+  if (std::optional<worker::Generation> joining = internal::JoiningGeneration(s)) {
+    internal::JoinRunningJob(s, *joining);  // an in-place job's new machine: the job's state
+  } else {
+    internal::ConnectGroup(s, EnvInt(env::kRestartCount, 0),
+                           "pg" + std::to_string(s.group_id) + "/");
+  }
   internal::StartGenerationWatch(s);
 }
 
@@ -229,7 +236,9 @@ void Accelerator::PrepareModule(std::shared_ptr<torch::nn::Module> module) {
     if (m == module) throw Error("prepare", "module " + module->name(), "already prepared");
   }
   module->to(s.device);
-  if (s.world > 1) {
+  if (internal::LoadJoinedModule(s, *module)) {
+    // joined a running job: the module holds the job's state, received from its ranks
+  } else if (s.world > 1) {
     at::NoGradGuard no_grad;
     std::vector<at::Tensor> tensors = module->parameters();
     for (const auto& b : module->buffers()) tensors.push_back(b);
@@ -250,7 +259,10 @@ void Accelerator::PrepareModule(std::shared_ptr<torch::nn::Module> module) {
 
 torch::optim::Optimizer& Accelerator::prepare(torch::optim::Optimizer& optimizer) {
   auto& opts = state_->optimizers;
-  if (std::find(opts.begin(), opts.end(), &optimizer) == opts.end()) opts.push_back(&optimizer);
+  if (std::find(opts.begin(), opts.end(), &optimizer) == opts.end()) {
+    internal::LoadJoinedOptimizer(*state_, optimizer);
+    opts.push_back(&optimizer);
+  }
   return optimizer;
 }
 
@@ -260,6 +272,7 @@ std::shared_ptr<DistributedSampler> Accelerator::MakeSampler(std::int64_t size, 
       std::make_shared<DistributedSampler>(size, num_processes(), process_index(), shuffle, seed);
   state_->sampler = sampler;  // the loader recover() and save_state follow
   state_->pass_id = -1;
+  internal::ResumeJoinedData(*state_);
   return sampler;
 }
 

@@ -35,6 +35,8 @@ class OutputArchive;
 
 namespace accel::internal {
 
+struct JoinedState;  // worker/src/elastic/join.cc
+
 struct AcceleratorState {
   Options options;
   int rank = 0;
@@ -107,6 +109,9 @@ struct AcceleratorState {
   at::Tensor rng_at_step;  // the CPU generator's state when the last step completed
   std::int64_t generation = 0;
   std::unique_ptr<worker::GenerationWatch> watch;  // null without ACCEL_GENERATION_FILE
+  // A process that joined a running job: the state it received, until its first step
+  // (worker/src/elastic/join.h); null otherwise.
+  std::shared_ptr<JoinedState> joined;
 };
 
 // Where the data stands: the epoch and the first position of its order that no completed step

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <iostream>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -34,6 +35,7 @@
 #include "accel/error.h"
 #include "worker/src/accelerator_state.h"
 #include "worker/src/checkpoint_dir.h"
+#include "worker/src/elastic/join.h"
 
 namespace accel {
 namespace {
@@ -221,6 +223,9 @@ void Accelerator::save_state(const std::string& dir) {
 }
 
 bool Accelerator::has_state(const std::string& dir) {
+  // A process that joined a running job holds the job's state, newer than any checkpoint; the
+  // ranks it joined are in their training loop, not here.
+  if (internal::Joined(*state_)) return false;
   std::optional<fs::path> found;
   Guard("find state", dir, [&] { found = AgreedCheckpoint(*state_, dir); });
   return found.has_value();
@@ -228,6 +233,13 @@ bool Accelerator::has_state(const std::string& dir) {
 
 void Accelerator::load_state(const std::string& dir) {
   auto& s = *state_;
+  if (internal::Joined(s)) {  // as has_state: the job's state is here already
+    if (s.local_rank == 0) {
+      std::cerr << "[accel] load_state(" << dir << "): skipped: this process joined the running "
+                << "job and holds its state (step " << s.steps << ")\n";
+    }
+    return;
+  }
   std::optional<fs::path> agreed;
   Guard("load state", dir, [&] { agreed = AgreedCheckpoint(s, dir); });
   if (!agreed) {

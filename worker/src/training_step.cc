@@ -14,6 +14,7 @@
 #include "accel/error.h"
 #include "worker/src/accelerator_state.h"
 #include "worker/src/amp/autocast_compat.h"
+#include "worker/src/elastic/join.h"
 
 namespace accel {
 namespace {
@@ -148,6 +149,7 @@ bool Accelerator::step(torch::optim::Optimizer& optimizer) {
   // gone (its gradients are this rank's own, not yet reduced).
   if (!s.sync || s.unsynced) return false;
   prepare(optimizer);
+  internal::FinishJoin(s);  // a joined process has applied the job's whole state by now
   bool stepped = true;
   if (s.scaler) {
     // GradScaler.step: this optimizer's gradients unscaled once per iteration, its own

@@ -93,12 +93,13 @@ class WorkerRecoveryTest : public ::testing::TestWithParam<int> {
     if (!HasFailure()) fs::remove_all(dir_);
   }
 
+  // Ranks `first`.. of `world` (count < 0: the rest).
   std::vector<RankRun> Run(int world, const std::string& tag, const std::string& mode, int step,
-                           const std::string& die) {
+                           const std::string& die, int first = 0, int count = -1) {
     return RunRanks(ACCEL_WORKER_ELASTIC_RANK, world, kPerMachine,
                     {dir_, tag, mode, std::to_string(step), dir_ + "/ckpt", die},
                     {{"ACCELERATE_GRADIENT_ACCUMULATION_STEPS", std::to_string(GetParam())}}, dir_,
-                    tag, kDeadline);
+                    tag, kDeadline, first, count);
   }
 
   void WriteGeneration(int machine, const Generation& g) {
@@ -108,7 +109,8 @@ class WorkerRecoveryTest : public ::testing::TestWithParam<int> {
         << error;
   }
 
-  static Generation MakeGeneration(std::int64_t number, int machines, int machine) {
+  static Generation MakeGeneration(std::int64_t number, int machines, int machine,
+                                   bool joining = false) {
     Generation g;
     g.number = number;
     g.world = machines * kPerMachine;
@@ -118,6 +120,7 @@ class WorkerRecoveryTest : public ::testing::TestWithParam<int> {
     g.local_world = kPerMachine;
     g.store_attempt = number;
     g.master_port = 29500 + static_cast<int>(number);
+    g.joining = joining;
     return g;
   }
 
@@ -232,6 +235,91 @@ TEST_P(WorkerRecoveryTest, ScaleDownInPlaceEqualsCheckpointResumedAtTheSmallerWo
   }
   EXPECT_EQ(*steps.begin(), 1);
   EXPECT_EQ(static_cast<std::int64_t>(steps.size()), *steps.rbegin()) << "a step number missing";
+}
+
+// Scale-up in place: machines 0-1 train at world 4 and wait after step K; the test publishes
+// generation 1 (machines 0-2) and starts machine 2's ranks, whose generation file says
+// `joining`. They receive the whole state from the running ranks: right after joining every
+// rank holds the same parameters bit for bit; machines 0-1 go on in the same processes; the
+// end equals a checkpoint saved at step K at world 4 and resumed at world 6, sample by sample.
+TEST_P(WorkerRecoveryTest, ScaleUpInPlaceEqualsCheckpointResumedAtTheLargerWorld) {
+  const int accumulation = GetParam();
+  const int join_step = accumulation == 1 ? 5 : 3;
+
+  auto saved = Run(4, "ref4", "save", join_step, "-");
+  for (std::size_t r = 0; r < saved.size(); ++r) {
+    ASSERT_EQ(saved[r].exit_code, accel::kExitOk) << "ref4 rank " << r << ":\n" << saved[r].output;
+  }
+  auto resumed = Run(6, "ref6", "load", 0, "-");
+  for (std::size_t r = 0; r < resumed.size(); ++r) {
+    ASSERT_EQ(resumed[r].exit_code, accel::kExitOk) << "ref6 rank " << r << ":\n"
+                                                    << resumed[r].output;
+  }
+
+  for (int m = 0; m < 2; ++m) WriteGeneration(m, MakeGeneration(0, 2, m));
+  std::vector<RankRun> first, joiners;
+  std::thread ranks([&] { first = Run(4, "grow", "grow", join_step, "-"); });
+  const auto end = std::chrono::steady_clock::now() + kDeadline;
+  bool waiting = false;
+  while (!waiting && std::chrono::steady_clock::now() < end) {
+    waiting = true;
+    for (int r = 0; r < 4; ++r)
+      waiting = waiting && fs::exists(dir_ + "/waiting_" + std::to_string(r));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const auto published = std::chrono::system_clock::now();
+  if (waiting) {
+    WriteGeneration(2, MakeGeneration(1, 3, 2, /*joining=*/true));
+    for (int m = 0; m < 2; ++m) WriteGeneration(m, MakeGeneration(1, 3, m));
+    joiners = Run(6, "grow", "grow", join_step, "-", 4, 2);
+  }
+  ranks.join();
+  ASSERT_TRUE(waiting) << "machines 0-1 never reached step " << join_step;
+
+  const std::regex start_line("start pid (\\d+) rank (\\d) world (\\d)");
+  const std::regex end_line("end pid (\\d+) rank (\\d) world 6 steps \\d+ generation 1");
+  for (int r = 0; r < 6; ++r) {
+    const RankRun& run = r < 4 ? first[r] : joiners[r - 4];
+    ASSERT_EQ(run.exit_code, accel::kExitOk) << "rank " << r << ":\n" << run.output;
+    std::smatch a, b;
+    ASSERT_TRUE(std::regex_search(run.output, a, start_line)) << run.output;
+    ASSERT_TRUE(std::regex_search(run.output, b, end_line)) << run.output;
+    EXPECT_EQ(a[1], b[1]) << "rank " << r << " is not the same process";
+    EXPECT_EQ(a[3], r < 4 ? "4" : "6") << "rank " << r << " started in the wrong world";
+  }
+  // Right after joining: every rank's parameters are rank 0's, bit for bit.
+  const auto joined0 = ReadText(dir_ + "/joined_0.bin");
+  ASSERT_FALSE(joined0.empty());
+  for (int r = 1; r < 6; ++r) {
+    EXPECT_EQ(ReadText(dir_ + "/joined_" + std::to_string(r) + ".bin"), joined0) << "rank " << r;
+  }
+  // The joiners' first step: how long after the generation was published.
+  const std::regex recovered_line("recovered step (\\d+) at unix ms (\\d+)");
+  for (int r = 4; r < 6; ++r) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(joiners[r - 4].output, m, recovered_line));
+    EXPECT_EQ(std::stoll(m[1]), join_step + 1);
+    const auto at =
+        std::chrono::system_clock::time_point(std::chrono::milliseconds(std::stoll(m[2])));
+    std::printf("rank %d: generation published -> its first step %.2f s\n", r,
+                std::chrono::duration<double>(at - published).count());
+  }
+
+  const auto got = ReadParams(dir_ + "/params_grow.bin");
+  const auto want = ReadParams(dir_ + "/params_ref6.bin");
+  ASSERT_FALSE(want.empty());
+  ASSERT_EQ(got.size(), want.size());
+  const double rel = RelDiff(got, want);
+  std::printf("accumulation %d: scale-up in place vs checkpoint resumed at world 6: rel %.3g\n",
+              accumulation, rel);
+  EXPECT_LT(rel, 1e-6);
+  for (int r = 0; r < 6; ++r) {
+    std::vector<std::string> want_lines;
+    if (r < 4) want_lines = Lines(Record("ref4", r));
+    const auto after = Lines(Record("ref6", r));
+    want_lines.insert(want_lines.end(), after.begin(), after.end());
+    EXPECT_EQ(Lines(Record("grow", r)), want_lines) << "rank " << r;
+  }
 }
 
 std::string AccumulationName(const ::testing::TestParamInfo<int>& p) {

@@ -222,7 +222,9 @@ class Accelerator {
   // machines may share it (one process writes the shared files) or each have their own.
   void save_state(const std::string& dir);
   // Returns whether every rank finds a checkpoint to resume from under `dir` ("<dir>", or
-  // "<dir>.old" when a crash interrupted a save): load_state's rule. Collective.
+  // "<dir>.old" when a crash interrupted a save): load_state's rule. Collective. False, alone,
+  // in a process that joined a running elastic job and has not stepped yet (it holds the job's
+  // state; load_state then does nothing either).
   bool has_state(const std::string& dir);
   // Restores what save_state wrote (same modules and optimizers, in the same order; any world
   // size): the newest checkpoint every rank has, from "<dir>" or "<dir>.old". The last prepared
@@ -240,6 +242,8 @@ class Accelerator {
   // loop from loader.sampler().epoch(); the prepared loader resumes at the first sample no
   // completed step trained on. Returns false, changing nothing, without a generation file.
   // Throws accel::Error when no newer generation comes in time. Collective in the new world.
+  // A worker the launcher starts into a running job (the file says joining) does not call it:
+  // its constructor joins, and its prepare calls load the state the running ranks send.
   bool recover();
   // The membership generation this process trains in (0 without an elastic launcher).
   std::int64_t generation() const;

@@ -31,7 +31,7 @@ std::string Generation::Format() const {
   out << "generation=" << number << "\nworld=" << world << "\nbase_rank=" << base_rank
       << "\ngroup_rank=" << group_rank << "\ngroup_world=" << group_world
       << "\nlocal_world=" << local_world << "\nstore_attempt=" << store_attempt
-      << "\nmaster_port=" << master_port << "\n";
+      << "\nmaster_port=" << master_port << "\njoining=" << (joining ? 1 : 0) << "\n";
   return out.str();
 }
 
@@ -68,6 +68,13 @@ std::optional<Generation> ParseGeneration(const std::string& text, std::string* 
   take("store_attempt", &g.store_attempt);
   take("master_port", &g.master_port);
   if (!error->empty()) return std::nullopt;
+  if (auto it = values.find("joining"); it != values.end()) {
+    if (it->second != 0 && it->second != 1) {
+      *error = "joining must be 0 or 1, got " + std::to_string(it->second);
+      return std::nullopt;
+    }
+    g.joining = it->second == 1;
+  }
   if (g.number < 0 || g.world < 1 || g.base_rank < 0 || g.local_world < 1 ||
       g.base_rank + g.local_world > g.world || g.group_rank < 0 || g.group_world < 1 ||
       g.group_rank >= g.group_world) {

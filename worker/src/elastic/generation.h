@@ -26,6 +26,11 @@ struct Generation {
   int local_world = 0;             // LOCAL_WORLD_SIZE
   std::int64_t store_attempt = 0;  // the store namespace (run id, attempt) of the generation
   int master_port = 0;
+  // Set in the file the launcher writes before it starts a machine's workers into a running
+  // in-place job (scale-up, or a machine that comes back): they receive the training state from
+  // the workers that kept theirs instead of starting it (docs/libaccel.md "In-place recovery").
+  // Optional in the text (absent: false).
+  bool joining = false;
 
   // The text the launcher writes (and ParseGeneration reads).
   std::string Format() const;

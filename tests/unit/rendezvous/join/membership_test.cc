@@ -62,29 +62,6 @@ TEST(MembershipTest, DescribesWhoLeftWhyAndWhoJoined) {
   EXPECT_EQ(NameMachine(4, ""), "machine 4 (host ?)");
 }
 
-// In-place recovery keeps workers only when no machine joined: every change DescribeChange can
-// write, against whether `after` has a machine `before` lacked.
-TEST(MembershipTest, NamesJoinerIsTrueExactlyWhenAMachineJoined) {
-  const std::map<int, std::string> hosts = {{0, "a"}, {1, "b"}, {2, "c"}, {3, "d"}};
-  int cases = 0;
-  for (int before_bits = 1; before_bits < 16; ++before_bits) {
-    for (int after_bits = 1; after_bits < 16; ++after_bits) {
-      std::map<int, std::string> before, after;
-      for (int m = 0; m < 4; ++m) {
-        if (before_bits & (1 << m)) before[m] = hosts.at(m);
-        if (after_bits & (1 << m)) after[m] = hosts.at(m);
-      }
-      const bool joined = (after_bits & ~before_bits) != 0;
-      const std::string change =
-          DescribeChange(before, after, {{1, "evicted: its rank 3 failed"}, {2, "lost: x"}});
-      EXPECT_EQ(NamesJoiner(change), joined) << change;
-      ++cases;
-    }
-  }
-  EXPECT_EQ(cases, 225);
-  EXPECT_FALSE(NamesJoiner(""));
-}
-
 TEST(MembershipTest, NamesTheBudgetAndTheLossBelowMin) {
   EXPECT_EQ(BudgetSpentMessage("machine 1 lost: x", 3, 3),
             "machine 1 lost: x; restart budget spent: max_restarts 3, 3 restarts used (lost "

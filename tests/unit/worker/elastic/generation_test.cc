@@ -32,6 +32,25 @@ TEST(GenerationTest, FormatParsesBack) {
   EXPECT_EQ(g->Format(), Sample(3).Format());
 }
 
+// `joining` (workers started into a running job) reads back; absent (files written before it
+// existed) is false; anything but 0 or 1 is refused.
+TEST(GenerationTest, JoiningReadsBackAndIsOptional) {
+  std::string error;
+  Generation joining = Sample(2);
+  joining.joining = true;
+  auto g = ParseGeneration(joining.Format(), &error);
+  ASSERT_TRUE(g.has_value()) << error;
+  EXPECT_TRUE(g->joining);
+  std::string text = Sample(2).Format();
+  ASSERT_NE(text.find("joining=0\n"), std::string::npos) << text;
+  text.erase(text.find("joining=0\n"));
+  g = ParseGeneration(text, &error);
+  ASSERT_TRUE(g.has_value()) << error;
+  EXPECT_FALSE(g->joining);
+  EXPECT_FALSE(ParseGeneration(text + "joining=2\n", &error));
+  EXPECT_NE(error.find("joining must be 0 or 1"), std::string::npos) << error;
+}
+
 TEST(GenerationTest, MissingOrInconsistentValuesAreRefused) {
   std::string error;
   EXPECT_FALSE(ParseGeneration("generation=1\nworld=4\n", &error));
