@@ -194,6 +194,34 @@ class SampleRecord {
   std::vector<std::int64_t> window_;
 };
 
+// --step-log: when each completed step ended (CLOCK_MONOTONIC seconds, the clock of a test's
+// time.monotonic()) and at which world, then the final parameter checksum, for every rank (the
+// JSON line is the main process's only). One line per step, flushed: a test reads it live.
+class StepLog {
+ public:
+  StepLog(const std::string& path, int rank) {
+    if (!path.empty()) out_.open(path + "." + std::to_string(rank), std::ios::app);
+  }
+  void Completed(std::int64_t step, int world) {
+    if (!out_.is_open()) return;
+    const auto now = std::chrono::steady_clock::now().time_since_epoch();
+    char line[96];
+    std::snprintf(line, sizeof(line), "%lld %d %.6f\n", static_cast<long long>(step), world,
+                  std::chrono::duration<double>(now).count());
+    out_ << line << std::flush;
+  }
+  void Final(std::int64_t steps, double param_checksum) {
+    if (!out_.is_open()) return;
+    char line[96];
+    std::snprintf(line, sizeof(line), "final %lld %.17g\n", static_cast<long long>(steps),
+                  param_checksum);
+    out_ << line << std::flush;
+  }
+
+ private:
+  std::ofstream out_;
+};
+
 // Samples per second since the clock last (re)started: at the start, then after --warmup steps.
 class Throughput {
  public:
@@ -225,7 +253,7 @@ struct RunResult {
 // Trains --steps steps or --epochs epochs: progress on the main process, a checkpoint every
 // --save-every steps. Elastic: a membership change throws out of a step; Accelerator::recover()
 // regroups in place and the loop goes on from the last completed step.
-RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job) {
+RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job, StepLog& step_log) {
   ProgressView progress(stdout, isatty(STDOUT_FILENO) == 1);
   const bool show_scale = acc.mixed_precision() == MixedPrecision::kFp16;
   Throughput throughput(static_cast<std::int64_t>(flags.batch_size) *
@@ -260,6 +288,7 @@ RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job) {
           if (!sync.sync_gradients()) continue;
           const std::int64_t step = acc.step_count();
           record.Completed(epoch, step);
+          step_log.Completed(step, acc.num_processes());
           const bool warmup_end = flags.warmup > 0 && step == flags.warmup;
           const bool last = done() || (flags.steps == 0 && last_batch && epoch + 1 == flags.epochs);
           // Reading the loss waits for the device: every --log-every steps, and where the clock
@@ -317,8 +346,10 @@ int Train(const TrainFlags& flags) {
   }
   Job job = PrepareJob(flags, acc, *set);
   ResumeIfAsked(flags, acc);
-  const RunResult result = RunSteps(flags, acc, job);
+  StepLog step_log(flags.step_log, acc.process_index());
+  const RunResult result = RunSteps(flags, acc, job, step_log);
   if (!flags.checkpoint_dir.empty()) acc.save_state(flags.checkpoint_dir);
+  step_log.Final(acc.step_count(), ParamChecksum(*job.model));
   PrintSummary(acc, result, *job.model);
   return accel::kExitOk;
 }

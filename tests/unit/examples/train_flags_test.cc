@@ -32,6 +32,16 @@ TEST(TrainFlags, ParsesEveryFormAndDefaults) {
   EXPECT_EQ(flags->model, "mlp");
 }
 
+TEST(TrainFlags, StepLogTakesAPath) {
+  std::string error;
+  auto flags = ParseTrainFlags({"--step-log", "/tmp/steps"}, &error);
+  ASSERT_TRUE(flags) << error;
+  EXPECT_EQ(flags->step_log, "/tmp/steps");
+  EXPECT_EQ(ParseTrainFlags({}, &error)->step_log, "");
+  EXPECT_FALSE(ParseTrainFlags({"--step-log="}, &error));
+  EXPECT_EQ(error, "train.bin: bad value '' for --step-log\n");
+}
+
 TEST(TrainFlags, ReportsAllProblemsAtOnce) {
   std::string error;
   auto flags =
