@@ -85,31 +85,28 @@ class StepLog:
         return next(((s, t) for s, w, t in self.steps if w == world), None)
 
 
-def worker_pid(bridge: Bridge, machine: int):
-    """The pid of machine `machine`'s train.bin, or None."""
-    for pid in bridge.machine_pids(machine):
-        if program_env(pid, "train.bin") is not None:
-            return pid
-    return None
+def worker_pid(launcher: int):
+    """The pid of the train.bin a launcher runs (its child), or None. (Faster than `ip netns
+    pids`: the kill follows the warm-up at once.)"""
+    try:
+        with open(f"/proc/{launcher}/task/{launcher}/children") as f:
+            children = [int(c) for c in f.read().split()]
+    except OSError:
+        return None
+    return next((c for c in children if program_env(c, "train.bin") is not None), None)
 
 
-def memory(bridge: Bridge) -> tuple:
-    """Returns (MiB of Pss of the job's train.bin processes, of its launchers, how many of each):
-    proportional set size, so the LibTorch pages the workers share count once in all."""
-    sums = {"train.bin": [0, 0], "accel-launch": [0, 0]}
-    for pid in bridge.pids():
+def memory(pids: list) -> float:
+    """Returns the MiB of proportional set size (Pss) of `pids`: the LibTorch pages the workers
+    share count once in all."""
+    kib = 0
+    for pid in pids:
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                name = os.path.basename(f.read().split(b"\0")[0].decode(errors="replace"))
             with open(f"/proc/{pid}/smaps_rollup") as f:
-                pss = sum(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+                kib += sum(int(line.split()[1]) for line in f if line.startswith("Pss:"))
         except (OSError, IndexError, ValueError):
-            continue
-        if name in sums:
-            sums[name][0] += pss
-            sums[name][1] += 1
-    return (sums["train.bin"][0] / 1024, sums["accel-launch"][0] / 1024, sums["train.bin"][1],
-            sums["accel-launch"][1])
+            pass
+    return kib / 1024
 
 
 def mem_available_mib() -> float:
@@ -175,7 +172,7 @@ def trial(args, bridge: Bridge, number: int, work_root: str) -> dict:
             break
         time.sleep(0.05)
     started = time.monotonic() - launched
-    before = {m: worker_pid(bridge, m) for m in range(n)}
+    before = {m: worker_pid(procs[m].pid) for m in range(n)}
     if not all(any(w == n and st >= args.warm_steps for st, w, _ in s.steps) for s in step_logs) \
             or None in before.values():
         exited = [m for m, p in enumerate(procs) if p.poll() is not None]
@@ -185,11 +182,10 @@ def trial(args, bridge: Bridge, number: int, work_root: str) -> dict:
         bridge.kill_all()
         return finish(args, result, procs, work, number)
     result["start"] = started
-    result["mem"] = memory(bridge)
+    result["mem"] = (memory(list(before.values())), memory([p.pid for p in procs]))
     result["mem_drop"] = free_before - mem_available_mib()
-    victims = bridge.machine_pids(victim)
-    if args.kill == "workers":
-        victims = [before[victim]]
+    # Every process in the machine's namespace (its launcher and its worker), or its worker only.
+    victims = bridge.machine_pids(victim) if args.kill == "all" else [before[victim]]
     result["load"] = os.getloadavg()[0]
     killed = time.monotonic()
     clock_offset = time.time() - killed  # file times (realtime) -> monotonic
@@ -204,7 +200,7 @@ def trial(args, bridge: Bridge, number: int, work_root: str) -> dict:
         if any(procs[m].poll() is not None for m in survivors):
             break
         time.sleep(0.01)
-    after = {m: worker_pid(bridge, m) for m in survivors}
+    after = {m: worker_pid(procs[m].pid) for m in survivors}
     step_logs[victim].read()
     last_old = max((st for s in step_logs for st, w, _ in s.steps if w == n), default=0)
     firsts = {m: step_logs[m].first_at(n - 1) for m in survivors}
@@ -237,6 +233,7 @@ def trial(args, bridge: Bridge, number: int, work_root: str) -> dict:
             codes.append(p.wait(timeout=max(1.0, killed + args.end_timeout - time.monotonic())))
         except subprocess.TimeoutExpired:
             codes.append(None)
+    result["end"] = time.monotonic() - killed
     texts = [read(m) for m in range(n)]
     want = {m: 0 for m in survivors}
     want[victim] = 1 if args.kill == "workers" else -signal.SIGKILL
@@ -312,13 +309,15 @@ def describe(r: dict) -> str:
     if "start" in r:
         parts.append(f"start-up {r['start']:.1f} s")
     if "mem" in r:
-        workers, launchers, nw, nl = r["mem"]
-        parts.append(f"Pss {nw} workers {workers:.0f} MiB + {nl} launchers {launchers:.0f} MiB, "
+        parts.append(f"Pss workers {r['mem'][0]:.0f} MiB + launchers {r['mem'][1]:.0f} MiB, "
                      f"MemAvailable -{r['mem_drop']:.0f} MiB")
     if "load" in r:
         parts.append(f"load {r['load']:.1f} at the kill, {r.get('load_end', 0):.1f} at the end")
     if "checksum" in r:
         parts.append(f"param_checksum {r['checksum']} on every survivor")
+    if "wall" in r:
+        parts.append(f"trial {r['wall']:.1f} s" +
+                     (f" (all ended {r['end']:.1f} s after the kill)" if "end" in r else ""))
     return "; ".join(parts)
 
 
@@ -366,12 +365,16 @@ def main() -> int:
     results = []
     try:
         with raised_backlog(args.backlog):
+            began = time.monotonic()
             try:
                 bridge.up()
             except Exception as e:  # noqa: BLE001 - any failure to build the namespaces skips
                 return skip(f"cannot create network namespaces: {e}")
+            print(f"{args.machines} namespaces up in {time.monotonic() - began:.1f} s", flush=True)
             for t in range(1, args.trials + 1):
+                began = time.monotonic()
                 r = trial(args, bridge, t, work_root)
+                r["wall"] = time.monotonic() - began
                 left = bridge.kill_all()
                 if left:
                     r["ok"] = False
