@@ -109,6 +109,19 @@ def memory(pids: list) -> float:
     return kib / 1024
 
 
+def cpu_seconds(pids: list) -> float:
+    """The CPU time (user + system) `pids` used so far, those still running."""
+    ticks = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+        except (OSError, IndexError, ValueError):
+            pass
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def mem_available_mib() -> float:
     with open("/proc/meminfo") as f:
         for line in f:
@@ -187,6 +200,8 @@ def trial(args, bridge: Bridge, number: int, work_root: str) -> dict:
     # Every process in the machine's namespace (its launcher and its worker), or its worker only.
     victims = bridge.machine_pids(victim) if args.kill == "all" else [before[victim]]
     result["load"] = os.getloadavg()[0]
+    kept = [before[m] for m in survivors] + [procs[m].pid for m in survivors]
+    cpu_before = cpu_seconds(kept)
     killed = time.monotonic()
     clock_offset = time.time() - killed  # file times (realtime) -> monotonic
     kill_pids(victims)
@@ -200,6 +215,9 @@ def trial(args, bridge: Bridge, number: int, work_root: str) -> dict:
         if any(procs[m].poll() is not None for m in survivors):
             break
         time.sleep(0.01)
+    # CPU the survivors' processes used from the kill to the first steps at world N-1 (all of
+    # it: the regroup and those steps); the rest of the host's load is in the load average.
+    result["cpu"] = (cpu_seconds(kept) - cpu_before, time.monotonic() - killed)
     after = {m: worker_pid(procs[m].pid) for m in survivors}
     step_logs[victim].read()
     last_old = max((st for s in step_logs for st, w, _ in s.steps if w == n), default=0)
@@ -306,6 +324,9 @@ def describe(r: dict) -> str:
         parts.append(f"launchers' rejoin <= {r['rejoin']:.2f} s")
     if "recover" in r:
         parts.append(f"rank 0's recover() {r['recover']:.2f} s")
+    if "cpu" in r:
+        parts.append(f"survivors used {r['cpu'][0]:.2f} CPU-s in those {r['cpu'][1]:.2f} s "
+                     f"(2 cores: {r['cpu'][0] / r['cpu'][1] / os.cpu_count():.0%} of the host)")
     if "start" in r:
         parts.append(f"start-up {r['start']:.1f} s")
     if "mem" in r:
