@@ -331,7 +331,7 @@ def describe(r: dict) -> str:
         parts.append(f"start-up {r['start']:.1f} s")
     if "mem" in r:
         parts.append(f"Pss workers {r['mem'][0]:.0f} MiB + launchers {r['mem'][1]:.0f} MiB, "
-                     f"MemAvailable -{r['mem_drop']:.0f} MiB")
+                     f"MemAvailable {-r['mem_drop']:+.0f} MiB")
     if "load" in r:
         parts.append(f"load {r['load']:.1f} at the kill, {r.get('load_end', 0):.1f} at the end")
     if "checksum" in r:
