@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Issue 25's "scale by simulation": N machines (default 32) as network namespaces on one bridge,
 one accel-launch and one train.bin worker each, elastic in place (--min_machines,
---elastic_in_place); once every rank trained --warm_steps steps at world N, EVERY process of one machine (its launcher
-and its worker; machine N-1 by default, --victim middle: machine N/2, whose loss renumbers the ranks
-above it) is SIGKILLed.
+--elastic_in_place); once every rank trained --warm_steps steps at world N, EVERY process of one
+machine (its launcher and its worker; machine N-1 by default, --victim middle: machine N/2, whose
+loss renumbers the ranks above it) is SIGKILLed.
 
 The time measured is from the kill to the first step COMPLETED at world N-1 on the survivors, from
 train.bin's own clock (--step-log: each rank's CLOCK_MONOTONIC time of each completed step and the
