@@ -194,31 +194,35 @@ class SampleRecord {
   std::vector<std::int64_t> window_;
 };
 
-// --step-log: when each completed step ended (CLOCK_MONOTONIC seconds, the clock of a test's
-// time.monotonic()) and at which world, then the final parameter checksum, for every rank (the
-// JSON line is the main process's only). One line per step, flushed: a test reads it live.
-class StepLog {
+// --step-times: when each completed step returned (and when recover() did), one line each, so a
+// benchmark can time a recovery to the first step of the new world.
+class StepTimes {
  public:
-  StepLog(const std::string& path, int rank) {
+  StepTimes(const std::string& path, int rank) {
     if (!path.empty()) out_.open(path + "." + std::to_string(rank), std::ios::app);
   }
-  void Completed(std::int64_t step, int world) {
-    if (!out_.is_open()) return;
-    const auto now = std::chrono::steady_clock::now().time_since_epoch();
-    char line[96];
-    std::snprintf(line, sizeof(line), "%lld %d %.6f\n", static_cast<long long>(step), world,
-                  std::chrono::duration<double>(now).count());
-    out_ << line << std::flush;
-  }
-  void Final(std::int64_t steps, double param_checksum) {
-    if (!out_.is_open()) return;
-    char line[96];
-    std::snprintf(line, sizeof(line), "final %lld %.17g\n", static_cast<long long>(steps),
-                  param_checksum);
-    out_ << line << std::flush;
+  // Writes "<what> N world W rank R time T", T in seconds since the epoch (the clock that
+  // network namespaces on one host share).
+  void Line(const char* what, std::int64_t n, const Accelerator& acc) { Write(what, n, acc, ""); }
+  // After the last step: "final S world W rank R time T param_checksum C", every rank's
+  // parameters (the JSON line is the main process's only).
+  void Final(const Accelerator& acc, double param_checksum) {
+    char checksum[64];
+    std::snprintf(checksum, sizeof(checksum), " param_checksum %.17g", param_checksum);
+    Write("final", acc.step_count(), acc, checksum);
   }
 
  private:
+  void Write(const char* what, std::int64_t n, const Accelerator& acc, const char* tail) {
+    if (!out_.is_open()) return;
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    char line[224];
+    std::snprintf(line, sizeof(line), "%s %lld world %d rank %d time %.6f%s\n", what,
+                  static_cast<long long>(n), acc.num_processes(), acc.process_index(), now, tail);
+    out_ << line << std::flush;
+  }
+
   std::ofstream out_;
 };
 
@@ -253,13 +257,14 @@ struct RunResult {
 // Trains --steps steps or --epochs epochs: progress on the main process, a checkpoint every
 // --save-every steps. Elastic: a membership change throws out of a step; Accelerator::recover()
 // regroups in place and the loop goes on from the last completed step.
-RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job, StepLog& step_log) {
+RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job) {
   ProgressView progress(stdout, isatty(STDOUT_FILENO) == 1);
   const bool show_scale = acc.mixed_precision() == MixedPrecision::kFp16;
   Throughput throughput(static_cast<std::int64_t>(flags.batch_size) *
                             acc.gradient_accumulation_steps() * acc.num_processes(),
                         acc.step_count());
   SampleRecord record(flags.sample_record, acc.process_index());
+  StepTimes times(flags.step_times, acc.process_index());
   RunResult result;
   double last_loss = 0;
   auto sample = [&] {
@@ -287,8 +292,8 @@ RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job, StepLog&
           acc.step(*job.optimizer);  // false on a micro-step and on a step skipped by overflow
           if (!sync.sync_gradients()) continue;
           const std::int64_t step = acc.step_count();
+          times.Line("step", step, acc);
           record.Completed(epoch, step);
-          step_log.Completed(step, acc.num_processes());
           const bool warmup_end = flags.warmup > 0 && step == flags.warmup;
           const bool last = done() || (flags.steps == 0 && last_batch && epoch + 1 == flags.epochs);
           // Reading the loss waits for the device: every --log-every steps, and where the clock
@@ -311,9 +316,11 @@ RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job, StepLog&
     } catch (const Error&) {
       record.Dropped();
       if (!acc.recover()) throw;  // not an elastic membership change: fail as before
+      times.Line("generation", acc.generation(), acc);
       throughput.Restart(acc.step_count());
     }
   }
+  if (!flags.step_times.empty()) times.Final(acc, ParamChecksum(*job.model));
   result.last = sample();
   if (acc.is_main_process()) progress.Finish(result.last);
   return result;
@@ -346,10 +353,8 @@ int Train(const TrainFlags& flags) {
   }
   Job job = PrepareJob(flags, acc, *set);
   ResumeIfAsked(flags, acc);
-  StepLog step_log(flags.step_log, acc.process_index());
-  const RunResult result = RunSteps(flags, acc, job, step_log);
+  const RunResult result = RunSteps(flags, acc, job);
   if (!flags.checkpoint_dir.empty()) acc.save_state(flags.checkpoint_dir);
-  step_log.Final(acc.step_count(), ParamChecksum(*job.model));
   PrintSummary(acc, result, *job.model);
   return accel::kExitOk;
 }

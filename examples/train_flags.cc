@@ -42,10 +42,10 @@ std::string TrainUsage() {
                              another world size)
   --sample-record PATH       each process appends "epoch step index..." per completed step to
                              PATH.<its rank at start> (which samples each step trained on)
-  --step-log PATH            each process appends "step world seconds" per completed step
-                             (seconds: CLOCK_MONOTONIC when it completed; world: the processes
-                             it completed with) and at the end "final steps param_checksum" to
-                             PATH.<its rank at start>
+  --step-times PATH          each process appends "step S world W rank R time T" per completed
+                             step to PATH.<its rank at start> (T: seconds since the epoch, when
+                             the step returned; benchmarks: bench/recovery_bench_libaccel.py),
+                             and at the end "final S world W rank R time T param_checksum C"
   --warmup N                 steps left out of samples/s (default 0)
   --seed N                   data, teacher and init seed (default 0)
   --no-overlap               all-reduce after backward instead of during it (benchmarks)
@@ -101,7 +101,7 @@ std::optional<TrainFlags> ParseTrainFlags(const std::vector<std::string>& args,
        }},
       {"checkpoint-dir", str(&flags.checkpoint_dir)},
       {"sample-record", str(&flags.sample_record)},
-      {"step-log", str(&flags.step_log)},
+      {"step-times", str(&flags.step_times)},
       {"save-every", num(&flags.save_every)},
       {"warmup", num(&flags.warmup)},
       {"seed", num(&flags.seed)},

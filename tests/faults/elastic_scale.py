@@ -6,7 +6,7 @@ machine (its launcher and its worker; machine N-1 by default, --victim middle: m
 loss renumbers the ranks above it) is SIGKILLed.
 
 The time measured is from the kill to the first step COMPLETED at world N-1 on the survivors, from
-train.bin's own clock (--step-log: each rank's CLOCK_MONOTONIC time of each completed step and the
+train.bin's own clock (--step-times: each rank's wall-clock time of each completed step and the
 world it completed with): "all" is the time until every survivor completed one, "first" until the
 first did. A trial passes when
   - every survivor completed a step at world N-1 within --bound seconds (3: the issue's criterion)
@@ -14,7 +14,7 @@ first did. A trial passes when
     N -> N-1, continuing after step K" line (K + 1: no step trained twice, at most the one in
     flight lost);
   - every survivor kept its worker (the same pid) and ends with exit 0 after --steps steps, all with
-    the same final param_checksum (--step-log's last line: exact, as every rank holds the same
+    the same final param_checksum (--step-times' final line: exact, as every rank holds the same
     replicated parameters); machine 0 prints the membership line for the lost machine;
   - the killed machine's launcher ended by the SIGKILL (exit -9; --kill workers: only its worker
     is killed, its launcher says it was evicted and exits 1, README "exit codes");
@@ -53,8 +53,9 @@ TRAIN_ARGS = ["--input-dim", "16", "--hidden", "16", "--layers", "2", "--classes
 
 
 class StepLog:
-    """One rank's train.bin --step-log file, read as it grows: [(step, world, seconds)] and the
-    final (steps, param_checksum text)."""
+    """One rank's train.bin --step-times file, read as it grows: [(step, world, wall-clock
+    seconds)] from its "step S world W rank R time T" lines and (steps, param_checksum text) from
+    its "final S world W rank R time T param_checksum C" line."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -75,10 +76,10 @@ class StepLog:
         self.partial = lines.pop()
         for line in lines:
             words = line.split()
-            if len(words) == 3 and words[0] == "final":
-                self.final = (int(words[1]), words[2])
-            elif len(words) == 3:
-                self.steps.append((int(words[0]), int(words[1]), float(words[2])))
+            if len(words) == 10 and words[0] == "final" and words[8] == "param_checksum":
+                self.final = (int(words[1]), words[9])
+            elif len(words) == 8 and words[0] == "step" and words[2] == "world":
+                self.steps.append((int(words[1]), int(words[3]), float(words[7])))
 
     def first_at(self, world: int):
         """The first (step, seconds) completed at `world`, or None."""
@@ -161,7 +162,7 @@ def trial(args, bridge: Bridge, number: int, work_root: str) -> dict:
                 "--rdzv_timeout", "120", "--rdzv_last_call", "3", "--run_id", run_id,
                 "--rdzv_token_file", token, "--min_machines", str(args.min_machines),
                 "--max_restarts", "3", "--elastic_in_place", args.train] + TRAIN_ARGS + [
-                    "--steps", str(args.steps), "--step-log", steps_prefix]
+                    "--steps", str(args.steps), "--step-times", steps_prefix]
         with open(logs[-1], "w") as log:
             procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                           stdin=subprocess.DEVNULL, env=env,
@@ -203,7 +204,7 @@ def trial(args, bridge: Bridge, number: int, work_root: str) -> dict:
     kept = [before[m] for m in survivors] + [procs[m].pid for m in survivors]
     cpu_before = cpu_seconds(kept)
     killed = time.monotonic()
-    clock_offset = time.time() - killed  # file times (realtime) -> monotonic
+    killed_at = time.time()  # train.bin's and the files' clock
     kill_pids(victims)
 
     deadline = killed + args.recover_timeout
@@ -227,8 +228,8 @@ def trial(args, bridge: Bridge, number: int, work_root: str) -> dict:
         notes.append(f"no step at world {n - 1} within {args.recover_timeout:.0f} s on machines "
                      f"{missing[:8]}")
     else:
-        result["all"] = max(t for _, t in firsts.values()) - killed
-        result["first"] = min(t for _, t in firsts.values()) - killed
+        result["all"] = max(t for _, t in firsts.values()) - killed_at
+        result["first"] = min(t for _, t in firsts.values()) - killed_at
         if result["all"] > args.bound:
             notes.append(f"the last survivor's first step at world {n - 1} came {result['all']:.2f}"
                          f" s after the kill (bound {args.bound} s)")
@@ -240,7 +241,7 @@ def trial(args, bridge: Bridge, number: int, work_root: str) -> dict:
     for m in survivors:
         found = glob.glob(os.path.join(glob.escape(work), f"accel-{run_id}-m{m}-*", "generation"))
         try:
-            written.append(os.stat(found[0]).st_mtime - clock_offset - killed)
+            written.append(os.stat(found[0]).st_mtime - killed_at)
         except (OSError, IndexError):
             pass
     if written:
