@@ -201,8 +201,9 @@ def trial(args, bridge: Bridge, number: int, work_root: str) -> dict:
     # Every process in the machine's namespace (its launcher and its worker), or its worker only.
     victims = bridge.machine_pids(victim) if args.kill == "all" else [before[victim]]
     result["load"] = os.getloadavg()[0]
-    kept = [before[m] for m in survivors] + [procs[m].pid for m in survivors]
-    cpu_before = cpu_seconds(kept)
+    kept_workers = [before[m] for m in survivors]
+    kept_launchers = [procs[m].pid for m in survivors]
+    cpu_before = (cpu_seconds(kept_workers), cpu_seconds(kept_launchers))
     killed = time.monotonic()
     killed_at = time.time()  # train.bin's and the files' clock
     kill_pids(victims)
@@ -218,7 +219,8 @@ def trial(args, bridge: Bridge, number: int, work_root: str) -> dict:
         time.sleep(0.01)
     # CPU the survivors' processes used from the kill to the first steps at world N-1 (all of
     # it: the regroup and those steps); the rest of the host's load is in the load average.
-    result["cpu"] = (cpu_seconds(kept) - cpu_before, time.monotonic() - killed)
+    result["cpu"] = (cpu_seconds(kept_workers) - cpu_before[0],
+                     cpu_seconds(kept_launchers) - cpu_before[1], time.monotonic() - killed)
     after = {m: worker_pid(procs[m].pid) for m in survivors}
     step_logs[victim].read()
     last_old = max((st for s in step_logs for st, w, _ in s.steps if w == n), default=0)
@@ -326,8 +328,10 @@ def describe(r: dict) -> str:
     if "recover" in r:
         parts.append(f"rank 0's recover() {r['recover']:.2f} s")
     if "cpu" in r:
-        parts.append(f"survivors used {r['cpu'][0]:.2f} CPU-s in those {r['cpu'][1]:.2f} s "
-                     f"(2 cores: {r['cpu'][0] / r['cpu'][1] / os.cpu_count():.0%} of the host)")
+        workers, launchers, seconds = r["cpu"]
+        parts.append(f"survivors used {workers:.2f} (workers) + {launchers:.2f} (launchers) CPU-s "
+                     f"in those {seconds:.2f} s ({(workers + launchers) / seconds / os.cpu_count():.0%}"
+                     f" of the host's {os.cpu_count()} cores)")
     if "start" in r:
         parts.append(f"start-up {r['start']:.1f} s")
     if "mem" in r:
