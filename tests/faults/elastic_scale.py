@@ -329,9 +329,9 @@ def describe(r: dict) -> str:
         parts.append(f"rank 0's recover() {r['recover']:.2f} s")
     if "cpu" in r:
         workers, launchers, seconds = r["cpu"]
+        share = (workers + launchers) / seconds / os.cpu_count()
         parts.append(f"survivors used {workers:.2f} (workers) + {launchers:.2f} (launchers) CPU-s "
-                     f"in those {seconds:.2f} s ({(workers + launchers) / seconds / os.cpu_count():.0%}"
-                     f" of the host's {os.cpu_count()} cores)")
+                     f"in those {seconds:.2f} s ({share:.0%} of the host's {os.cpu_count()} cores)")
     if "start" in r:
         parts.append(f"start-up {r['start']:.1f} s")
     if "mem" in r:
