@@ -203,17 +203,26 @@ class StepTimes {
   }
   // Writes "<what> N world W rank R time T", T in seconds since the epoch (the clock that
   // network namespaces on one host share).
-  void Line(const char* what, std::int64_t n, const Accelerator& acc) {
-    if (!out_.is_open()) return;
-    const double now =
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    char line[160];
-    std::snprintf(line, sizeof(line), "%s %lld world %d rank %d time %.6f\n", what,
-                  static_cast<long long>(n), acc.num_processes(), acc.process_index(), now);
-    out_ << line << std::flush;
+  void Line(const char* what, std::int64_t n, const Accelerator& acc) { Write(what, n, acc, ""); }
+  // After the last step: "final S world W rank R time T param_checksum C", every rank's
+  // parameters (the JSON line is the main process's only).
+  void Final(const Accelerator& acc, double param_checksum) {
+    char checksum[64];
+    std::snprintf(checksum, sizeof(checksum), " param_checksum %.17g", param_checksum);
+    Write("final", acc.step_count(), acc, checksum);
   }
 
  private:
+  void Write(const char* what, std::int64_t n, const Accelerator& acc, const char* tail) {
+    if (!out_.is_open()) return;
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    char line[224];
+    std::snprintf(line, sizeof(line), "%s %lld world %d rank %d time %.6f%s\n", what,
+                  static_cast<long long>(n), acc.num_processes(), acc.process_index(), now, tail);
+    out_ << line << std::flush;
+  }
+
   std::ofstream out_;
 };
 
@@ -311,6 +320,7 @@ RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job) {
       throughput.Restart(acc.step_count());
     }
   }
+  if (!flags.step_times.empty()) times.Final(acc, ParamChecksum(*job.model));
   result.last = sample();
   if (acc.is_main_process()) progress.Finish(result.last);
   return result;

@@ -44,7 +44,8 @@ std::string TrainUsage() {
                              PATH.<its rank at start> (which samples each step trained on)
   --step-times PATH          each process appends "step S world W rank R time T" per completed
                              step to PATH.<its rank at start> (T: seconds since the epoch, when
-                             the step returned; benchmarks: bench/recovery_bench_libaccel.py)
+                             the step returned; benchmarks: bench/recovery_bench_libaccel.py),
+                             and at the end "final S world W rank R time T param_checksum C"
   --warmup N                 steps left out of samples/s (default 0)
   --seed N                   data, teacher and init seed (default 0)
   --no-overlap               all-reduce after backward instead of during it (benchmarks)

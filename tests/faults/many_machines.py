@@ -14,6 +14,7 @@ Usage (issue 29's check: 20 trials of 64 machines; ~2-3 minutes per trial on 2 c
       --train build/examples/train.bin --machines 64 --trials 20 [--keep DIR]
 """
 import argparse
+import contextlib
 import glob
 import os
 import re
@@ -79,10 +80,15 @@ class Bridge:
             subprocess.run(["ip", "-n", ns, "-batch", "-"], input=lines, check=True,
                            capture_output=True, text=True, timeout=60)
 
+    def machine_pids(self, machine: int) -> list:
+        """The pids of every process in machine `machine`'s namespace."""
+        return [int(p) for p in run("ip", "netns", "pids", self.ns[machine],
+                                    check=False).stdout.split()]
+
     def pids(self) -> list:
         out = []
-        for ns in self.ns:
-            out += [int(p) for p in run("ip", "netns", "pids", ns, check=False).stdout.split()]
+        for m in range(len(self.ns)):
+            out += self.machine_pids(m)
         return out
 
     def kill_all(self) -> int:
@@ -98,9 +104,38 @@ class Bridge:
         self.created = []
 
 
+@contextlib.contextmanager
+def raised_backlog(packets: int):
+    """Raises net.core.netdev_max_backlog to `packets` (0: leaves it) until the block ends.
+
+    Every simulated link is this one kernel's softirq work: with the default backlog (1000
+    packets per CPU) it drops packets when every process is starved of CPU (see
+    /proc/net/softnet_stat), which real machines' networks would not; a probe whose two SYNs are
+    dropped looks like a cut link, a dropped segment waits for TCP's retransmission."""
+    path = "/proc/sys/net/core/netdev_max_backlog"
+    old = ""
+    if packets:
+        try:
+            with open(path) as f:
+                old = f.read().strip()
+            with open(path, "w") as f:
+                f.write(str(packets))
+        except OSError as e:  # a read-only /proc/sys (a container): run with what there is
+            print(f"note: cannot raise {path}: {e}", flush=True)
+            old = ""
+    try:
+        yield
+    finally:
+        if old:
+            try:
+                with open(path, "w") as f:
+                    f.write(old)
+            except OSError:
+                pass
+
+
 def worker_pid(bridge: Bridge, machine: int, program: str):
-    for pid in [int(p) for p in run("ip", "netns", "pids", bridge.ns[machine],
-                                    check=False).stdout.split()]:
+    for pid in bridge.machine_pids(machine):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 argv = f.read().split(b"\0")
@@ -233,43 +268,25 @@ def main() -> int:
     bridge = Bridge(args.machines)
     work_root = tempfile.mkdtemp(prefix="accel_many_")
     results = []
-    # Every simulated link is this one kernel's softirq work: with the default backlog (1000
-    # packets per CPU) it drops packets under this load (see /proc/net/softnet_stat), which 64
-    # real machines' networks would not; a probe whose two SYNs are dropped looks like a cut
-    # link. Raised for the run, restored after (--backlog 0 leaves it alone).
-    backlog_path = "/proc/sys/net/core/netdev_max_backlog"
-    old_backlog = ""
-    if args.backlog:
-        try:
-            old_backlog = open(backlog_path).read().strip()
-            with open(backlog_path, "w") as f:
-                f.write(str(args.backlog))
-        except OSError as e:  # a read-only /proc/sys (a container): run with what there is
-            print(f"note: cannot raise {backlog_path}: {e}", flush=True)
-            old_backlog = ""
     try:
-        try:
-            bridge.up()
-        except Exception as e:  # noqa: BLE001 - any failure to build the namespaces skips
-            return skip(f"cannot create network namespaces: {e}")
-        for t in range(1, args.trials + 1):
-            ok, seconds, note = trial(args, bridge, t, work_root)
-            left = bridge.kill_all()
-            if left:
-                ok = False
-                note += f" {left} process(es) left behind"
-            results.append(ok)
-            print(f"trial {t}: {'ok' if ok else 'FAILED'} {seconds:.2f} s "
-                  f"(load {os.getloadavg()[0]:.1f}) {note}", flush=True)
+        # Raised for the run, restored after (--backlog 0 leaves it alone): raised_backlog says why.
+        with raised_backlog(args.backlog):
+            try:
+                bridge.up()
+            except Exception as e:  # noqa: BLE001 - any failure to build the namespaces skips
+                return skip(f"cannot create network namespaces: {e}")
+            for t in range(1, args.trials + 1):
+                ok, seconds, note = trial(args, bridge, t, work_root)
+                left = bridge.kill_all()
+                if left:
+                    ok = False
+                    note += f" {left} process(es) left behind"
+                results.append(ok)
+                print(f"trial {t}: {'ok' if ok else 'FAILED'} {seconds:.2f} s "
+                      f"(load {os.getloadavg()[0]:.1f}) {note}", flush=True)
     finally:
         bridge.down()
         shutil.rmtree(work_root, ignore_errors=True)
-        if old_backlog:
-            try:
-                with open(backlog_path, "w") as f:
-                    f.write(old_backlog)
-            except OSError:
-                pass
     print(f"{args.machines} machines: {sum(results)}/{len(results)} trials named rank "
           f"{args.machines - 1} (signal 9) as the root cause on machine 0 with no machine lost")
     return 0 if all(results) else 1

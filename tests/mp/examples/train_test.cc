@@ -118,7 +118,8 @@ TEST(Train, TwoProcessesTimesAccumulationTwoEqualsOneProcessWithFourTimesTheBatc
 }
 
 // --step-times: one line per completed optimizer step (none for a micro-step) per process, with
-// the world, the process's rank and a wall-clock time taken while the run ran, in order.
+// the world, the process's rank and a wall-clock time taken while the run ran, in order; then a
+// final line with the process's parameter checksum, the same on every rank.
 TEST(Train, StepTimesHaveOneLinePerCompletedStepOfEveryProcess) {
   const std::string dir = TempDir("step_times");
   const double before =
@@ -130,6 +131,9 @@ TEST(Train, StepTimesHaveOneLinePerCompletedStepOfEveryProcess) {
   const double after =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   const std::regex line(R"(step (\d+) world (\d+) rank (\d+) time ([0-9.]+))");
+  const std::regex final_line(
+      R"(final 7 world 2 rank (\d+) time ([0-9.]+) param_checksum ([-0-9.e+]+))");
+  std::vector<std::string> checksums;
   for (int rank = 0; rank < 2; ++rank) {
     std::ifstream in(dir + "/times." + std::to_string(rank));
     ASSERT_TRUE(in) << "no step-times file for rank " << rank;
@@ -138,6 +142,12 @@ TEST(Train, StepTimesHaveOneLinePerCompletedStepOfEveryProcess) {
     double last = before;
     while (std::getline(in, text)) {
       std::smatch m;
+      if (std::regex_match(text, m, final_line)) {
+        EXPECT_EQ(std::stoi(m[1]), rank) << text;
+        EXPECT_EQ(step, 7) << "the final line comes after the last step: " << text;
+        checksums.push_back(m[3]);
+        continue;
+      }
       ASSERT_TRUE(std::regex_match(text, m, line)) << text;
       EXPECT_EQ(std::stoi(m[1]), ++step) << text;
       EXPECT_EQ(std::stoi(m[2]), 2) << text;
@@ -149,6 +159,8 @@ TEST(Train, StepTimesHaveOneLinePerCompletedStepOfEveryProcess) {
     }
     EXPECT_EQ(step, 7) << "rank " << rank;
   }
+  ASSERT_EQ(checksums.size(), 2u) << "a final line per rank";
+  EXPECT_EQ(checksums[0], checksums[1]) << "replicated parameters";
   std::filesystem::remove_all(dir);
 }
 

@@ -59,7 +59,9 @@ std::unique_ptr<Communicator> MakeShmCommunicator(Kv& kv, const GroupSpec& spec,
 std::unique_ptr<Communicator> MakeLocalCommunicator();
 
 // Gloo over TCP; blocks until all ranks connected through `kv` (deadline spec.timeout).
-// Binds to GLOO_SOCKET_IFNAME when set, else to `hostname` (127.0.0.1 for local jobs).
+// Binds to GLOO_SOCKET_IFNAME when set, else to `hostname` (127.0.0.1 for local jobs). Sets
+// SIGPIPE to ignored when it has its default action (a dead peer must fail a collective, not kill
+// the process); a handler the program installed is kept.
 std::unique_ptr<Communicator> MakeGlooCommunicator(Kv& kv, const GroupSpec& spec,
                                                    const std::string& hostname);
 
