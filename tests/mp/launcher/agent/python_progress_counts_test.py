@@ -80,7 +80,7 @@ def main():
     work = tempfile.mkdtemp()
     dist.init_process_group("gloo", init_method=f"file://{work}/store", world_size=1, rank=0)
     path = os.path.join(work, "progress")
-    module._record = module._Record(path)
+    module._record = module.Record(path)
     module._install(torch)
     failures, cases = 0, 0
     for find_unused, micro, steps, fail_at in itertools.product(
