@@ -68,8 +68,9 @@ def _step_counter(Optimizer):
             wrapper = wraps[cls] = _wraps_another(optimizer, Optimizer)
         if not wrapper:
             _record.step()
-            for sync in list(_STEP_CLEARS):  # a backward that failed left them pending
-                sync._pending = False
+            if _STEP_CLEARS:  # a backward that failed may have left them pending
+                for sync in list(_STEP_CLEARS):
+                    sync._pending = False
 
     return count
 
