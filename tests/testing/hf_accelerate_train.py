@@ -10,9 +10,10 @@ Usage: hf_accelerate_train.py [--epochs E] [--steps N] [--hidden H] [--batch B]
                               [--accumulation K] [--samples S] [--eval-samples S]
   --steps N stops after N optimizer steps, --steps 0 trains until stopped (either way --epochs
   is ignored); by default it trains --epochs epochs.
-  Each process prints one JSON line at the end: its rank, optimizer steps, micro-steps (batches
-  trained on), samples it was handed (training and evaluation), epochs, evaluation batches, the
-  last accuracy and a checksum of the parameters (sum, in double).
+  Each process prints one JSON line at the end: its rank, the world size and accelerate's
+  distributed type, optimizer steps, micro-steps (batches trained on), samples it was handed
+  (training and evaluation), epochs, evaluation batches, the last accuracy and a checksum of the
+  parameters (sum, in double).
 """
 import argparse
 import json
@@ -91,7 +92,9 @@ def training_function(args: argparse.Namespace) -> dict:
     accelerator.wait_for_everyone()
     unwrapped = accelerator.unwrap_model(model)
     checksum = sum(p.detach().double().sum().item() for p in unwrapped.parameters())
-    return dict(rank=accelerator.process_index, accuracy=accuracy, checksum=checksum, **done)
+    return dict(rank=accelerator.process_index, world=accelerator.num_processes,
+                distributed_type=accelerator.distributed_type.value, accuracy=accuracy,
+                checksum=checksum, **done)
 
 
 def main() -> int:

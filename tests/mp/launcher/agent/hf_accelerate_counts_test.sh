@@ -58,6 +58,9 @@ off = {r["rank"]: r for r in map(json.loads, open(f"{work}/{case}_off.json"))}
 bad = []
 for rank in (0, 1):
     mine = on[rank]
+    if (mine["world"], mine["distributed_type"]) != (2, "MULTI_CPU"):
+        bad.append(f"rank {rank}: accelerate saw {mine['world']} processes, "
+                   f"{mine['distributed_type']}, not 2, MULTI_CPU")
     if mine["checksum"] != off[rank]["checksum"]:
         bad.append(f"rank {rank}: checksum {mine['checksum']} with the module, "
                    f"{off[rank]['checksum']} without")
