@@ -52,12 +52,12 @@ hf_accelerate_install() {
     git --git-dir="$gitdir" archive --format=tar "$tag" src/accelerate setup.py LICENSE |
       tar -x -C "$stage"
     tree=$stage/src
-  elif [[ -d $source/src/accelerate ]]; then
-    cp -r "$source/src/accelerate" "$stage/"
+  elif [[ -d $source/src/accelerate || -d $source/accelerate ]]; then
+    if [[ -d $source/src/accelerate ]]; then cp -r "$source/src/accelerate" "$stage/"
+    else cp -r "$source/accelerate" "$stage/"; fi
+    if [[ -f $source/LICENSE ]]; then cp "$source/LICENSE" "$stage/"; fi
     tree=$stage
-  elif [[ -d $source/accelerate ]]; then
-    cp -r "$source/accelerate" "$stage/"
-    tree=$stage
+    tag=  # a tree is what it is: its version is checked below
   else
     echo "install: $source is neither a git directory with tag $tag nor a source tree with src/accelerate/ or accelerate/" >&2
     return 1
@@ -76,7 +76,7 @@ hf_accelerate_install() {
     'import accelerate, os; print(accelerate.__version__, os.path.dirname(os.path.dirname(accelerate.__file__)))') ||
     { echo "install: /usr/bin/python3 cannot import accelerate from $dest (its Debian dependencies: python3-torch python3-numpy python3-packaging python3-psutil python3-yaml)" >&2; return 1; }
   [[ $got == "$version $dest" ]] || { echo "install: imported '$got', want '$version $dest'" >&2; return 1; }
-  echo "installed accelerate $version (from $source${tag:+ $tag}) in $dest"
+  echo "installed accelerate $version (from $source${tag:+, tag $tag}) in $dest"
   echo "ACCEL_HF_ACCELERATE=$dest"
 }
 

@@ -22,9 +22,9 @@ py=/usr/bin/python3
 here=$(dirname "$0")
 source "$here/../../../testing/skip.sh"
 source "$here/../../../testing/hf_accelerate.sh"
+accelerate=$(hf_accelerate_dir 0.20.3 2>&1) || skip_not_provided "$accelerate"
 [[ -x $py ]] || skip "no $py (python3)"
 "$py" -c "import torch.distributed" 2>/dev/null || skip "$py cannot import torch.distributed (python3-torch)"
-accelerate=$(hf_accelerate_dir 0.20.3 2>&1) || skip_not_provided "$accelerate"
 echo "accelerate 0.20.3 from $accelerate"
 export PYTHONPATH=$accelerate${PYTHONPATH:+:$PYTHONPATH}
 work=$(mktemp -d)
