@@ -41,8 +41,8 @@ TEST(PythonProgressTest, WritesTheShippedFilesAsTheyAre) {
   // Every .py file of launcher/python/ (one left out of the embed list would be missed at run
   // time), and nothing else.
   std::set<std::string> shipped_names;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(source) +
-                                                                "/launcher/python")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(source) + "/launcher/python")) {
     if (entry.path().extension() == ".py") shipped_names.insert(entry.path().filename());
   }
   EXPECT_TRUE(shipped_names.count("sitecustomize.py") == 1 &&
