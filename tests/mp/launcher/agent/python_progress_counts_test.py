@@ -5,7 +5,8 @@ generated case — find_unused_parameters off/on, 1 to 3 micro-steps per optimiz
 the last under no_sync), a forward under no_grad between steps, a backward that fails (without
 find_unused_parameters; DDP cannot go on after one with it) — the record must hold one step per
 optimizer step and one collective started and done per backward in which DDP synchronised, plus
-its parameter broadcast at construction; nothing waiting at the end. Exit 77 without torch.
+its parameter broadcast at construction; nothing waiting at the end; and an optimizer wrapping
+another (ZeroRedundancyOptimizer) counted once per step. Exit 77 without torch.
 Usage: python_progress_counts_test.py <launcher/python>
 """
 import importlib
@@ -97,6 +98,24 @@ def main():
             print(f"FAIL find_unused={find_unused} micro={micro} steps={steps} "
                   f"fail_at={fail_at}: steps/started/done {got}, want "
                   f"{[want_steps, want_syncs, want_syncs]}; wait since {after[5]}")
+    # An optimizer that wraps another (torch's ZeroRedundancyOptimizer: an Optimizer whose
+    # .optim is the local one; both steps reach the counting hook) counts each step once.
+    # accelerate's AcceleratedOptimizer never reaches it on torch 1.13 (it skips
+    # Optimizer.__init__): tests/mp/launcher/agent/hf_accelerate_counts_test.sh.
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+
+    model = torch.nn.parallel.DistributedDataParallel(Net(False))
+    zero = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.SGD, lr=0.01)
+    before = words(path)
+    for _ in range(3):
+        model(torch.randn(8, 4)).sum().backward()
+        zero.step()
+        zero.zero_grad()
+    got = words(path)[0] - before[0]
+    cases += 1
+    if got != 3:
+        failures += 1
+        print(f"FAIL ZeroRedundancyOptimizer: {got} steps counted for 3 optimizer steps")
     print(f"{cases - failures}/{cases} cases")
     return 1 if failures else 0
 
