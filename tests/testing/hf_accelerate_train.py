@@ -7,9 +7,10 @@ optimizer.step(), scheduler.step(), optimizer.zero_grad(); after each epoch an e
 accelerator.gather_for_metrics and the epoch's mean loss through accelerator.reduce.
 
 Usage: hf_accelerate_train.py [--epochs E] [--steps N] [--hidden H] [--batch B]
-                              [--accumulation K] [--samples S] [--eval-samples S]
+                              [--accumulation K] [--samples S] [--eval-samples S] [--stream]
   --steps N stops after N optimizer steps, --steps 0 trains until stopped (either way --epochs
-  is ignored); by default it trains --epochs epochs.
+  is ignored); by default it trains --epochs epochs. --stream reads the training set as an
+  IterableDataset (accelerate then dispatches its batches from process 0).
   Each process prints one JSON line at the end: its rank, the world size and accelerate's
   distributed type, optimizer steps, micro-steps (batches trained on), samples it was handed
   (training and evaluation), epochs, evaluation batches, the last accuracy and a checksum of the
@@ -22,7 +23,7 @@ import sys
 import torch
 from accelerate import Accelerator
 from accelerate.utils import set_seed
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader, IterableDataset, TensorDataset
 
 
 def make_data(samples: int, seed: int) -> TensorDataset:
@@ -32,10 +33,24 @@ def make_data(samples: int, seed: int) -> TensorDataset:
     return TensorDataset(features, labels)
 
 
+class Stream(IterableDataset):
+    """A dataset read as a stream (as a streaming or web dataset is): no length, no shuffling."""
+
+    def __init__(self, dataset: TensorDataset):
+        self.dataset = dataset
+
+    def __iter__(self):
+        return iter(self.dataset)
+
+
 def training_function(args: argparse.Namespace) -> dict:
     accelerator = Accelerator(gradient_accumulation_steps=args.accumulation)
     set_seed(42)
-    train_dataloader = DataLoader(make_data(args.samples, 1), batch_size=args.batch, shuffle=True)
+    if args.stream:  # accelerate then reads it on process 0 and sends each process its slice
+        train_dataloader = DataLoader(Stream(make_data(args.samples, 1)), batch_size=args.batch)
+    else:
+        train_dataloader = DataLoader(make_data(args.samples, 1), batch_size=args.batch,
+                                      shuffle=True)
     eval_dataloader = DataLoader(make_data(args.eval_samples, 2), batch_size=args.batch)
     model = torch.nn.Sequential(torch.nn.Linear(32, args.hidden), torch.nn.ReLU(),
                                 torch.nn.Linear(args.hidden, args.hidden), torch.nn.ReLU(),
@@ -106,6 +121,7 @@ def main() -> int:
     parser.add_argument("--accumulation", type=int, default=2)
     parser.add_argument("--samples", type=int, default=4096)
     parser.add_argument("--eval-samples", type=int, default=512)
+    parser.add_argument("--stream", action="store_true", help="the training set as a stream")
     args = parser.parse_args()
     print(json.dumps(training_function(args)), flush=True)
     return 0
