@@ -14,7 +14,9 @@ the progress record (_accel_launch_record.py: libaccel's six words, common/progr
                          from call to return, and DDP from the end of backward's compute until
                          it has its gradients (an async_op collective is counted, not timed:
                          the program computes meanwhile);
-  samples                the first dimension of each batch a torch DataLoader handed out.
+  samples                the first dimension of each batch the program got from a DataLoader
+                         (the outermost: a subclass's own generator, e.g. accelerate's loader
+                         that hands each process its slice of what process 0 read, counts).
 Nothing is printed; any failure here turns the record off and leaves the program as it was.
 """
 import functools
@@ -269,6 +271,13 @@ def _batch_size(torch, batch):
 
 
 def _count_samples(torch):
+    """Counts each batch where the program gets it: from torch's DataLoader iterator, or from a
+    DataLoader subclass whose __iter__ is a generator of its own (accelerate's DataLoaderShard,
+    and its DataLoaderDispatcher, which reads every process's batches on process 0 and hands
+    each process its slice): the outermost counts (_tls.loading: loaders entered on this
+    thread), so a rank counts what it trains on."""
+    import inspect
+
     loader = sys.modules.get("torch.utils.data.dataloader")
     if loader is None:
         return
@@ -278,10 +287,41 @@ def _count_samples(torch):
     @functools.wraps(original)
     def __next__(self):
         batch = original(self)
-        _record.samples(_batch_size(torch, batch))
+        if not getattr(_tls, "loading", 0):
+            _record.samples(_batch_size(torch, batch))
         return batch
 
     _patch(base, "__next__", __next__)
+
+    def outermost(own_iter):
+        @functools.wraps(own_iter)
+        def __iter__(self):
+            batches = own_iter(self)
+            while True:
+                _tls.loading = getattr(_tls, "loading", 0) + 1
+                try:
+                    batch = next(batches)
+                except StopIteration:
+                    return
+                finally:
+                    _tls.loading -= 1
+                if not _tls.loading:
+                    _record.samples(_batch_size(torch, batch))
+                yield batch
+
+        return __iter__
+
+    DataLoader = loader.DataLoader
+    if "__init_subclass__" in vars(DataLoader):
+        return  # not torch 1.13 to 2.x's DataLoader: its own hook is left alone
+
+    def __init_subclass__(cls, **kwargs):
+        super(DataLoader, cls).__init_subclass__(**kwargs)
+        own = vars(cls).get("__iter__")
+        if own is not None and inspect.isgeneratorfunction(own):  # still a generator to the program
+            _patch(cls, "__iter__", outermost(own))
+
+    DataLoader.__init_subclass__ = classmethod(__init_subclass__)
 
 
 # --- torch's import -----------------------------------------------------------------------------
