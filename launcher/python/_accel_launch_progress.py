@@ -38,7 +38,7 @@ _COLLECTIVES = (
 
 
 _record = None
-_tls = threading.local()  # .depth: collectives entered on this thread
+_tls = threading.local()  # on this thread: .depth collectives, .loading DataLoaders entered
 # What _install replaced: (owner, attribute name, wrapper); wrapper.__wrapped__ is the original.
 # bench/python_progress_blocks.py swaps them back and forth to measure what they cost.
 _PATCHES = []
@@ -317,9 +317,12 @@ def _count_samples(torch):
 
     def __init_subclass__(cls, **kwargs):
         super(DataLoader, cls).__init_subclass__(**kwargs)
-        own = vars(cls).get("__iter__")
-        if own is not None and inspect.isgeneratorfunction(own):  # still a generator to the program
-            _patch(cls, "__iter__", outermost(own))
+        try:
+            own = vars(cls).get("__iter__")
+            if own is not None and inspect.isgeneratorfunction(own):  # still a generator to it
+                _patch(cls, "__iter__", outermost(own))
+        except Exception:  # never the program's problem: its class is made as before
+            pass
 
     DataLoader.__init_subclass__ = classmethod(__init_subclass__)
 
