@@ -38,7 +38,9 @@ _COLLECTIVES = (
 
 
 _record = None
-_tls = threading.local()  # on this thread: .depth collectives, .loading DataLoaders entered
+# On this thread: .depth collectives entered, .loading DataLoader subclass iterators entered and
+# .read the samples torch's iterators read inside them.
+_tls = threading.local()
 # What _install replaced: (owner, attribute name, wrapper); wrapper.__wrapped__ is the original.
 # bench/python_progress_blocks.py swaps them back and forth to measure what they cost.
 _PATCHES = []
@@ -272,10 +274,9 @@ def _batch_size(torch, batch):
 
 def _count_samples(torch):
     """Counts each batch where the program gets it: from torch's DataLoader iterator, or from a
-    DataLoader subclass whose __iter__ is a generator of its own (accelerate's DataLoaderShard,
-    and its DataLoaderDispatcher, which reads every process's batches on process 0 and hands
-    each process its slice): the outermost counts (_tls.loading: loaders entered on this
-    thread), so a rank counts what it trains on."""
+    DataLoader subclass whose __iter__ is a generator of its own (accelerate's DataLoaderShard;
+    its DataLoaderDispatcher reads all processes' batches on process 0, hands each its slice):
+    the outermost counts, so a rank counts what it trains on."""
     import inspect
 
     loader = sys.modules.get("torch.utils.data.dataloader")
@@ -287,7 +288,9 @@ def _count_samples(torch):
     @functools.wraps(original)
     def __next__(self):
         batch = original(self)
-        if not getattr(_tls, "loading", 0):
+        if getattr(_tls, "loading", 0):
+            _tls.read += _batch_size(torch, batch)  # inside a subclass's iterator: it counts
+        else:
             _record.samples(_batch_size(torch, batch))
         return batch
 
@@ -298,15 +301,18 @@ def _count_samples(torch):
         def __iter__(self):
             batches = own_iter(self)
             while True:
-                _tls.loading = getattr(_tls, "loading", 0) + 1
+                depth = getattr(_tls, "loading", 0)
+                if not depth:
+                    _tls.read = 0
+                _tls.loading = depth + 1
                 try:
                     batch = next(batches)
                 except StopIteration:
                     return
                 finally:
-                    _tls.loading -= 1
-                if not _tls.loading:
-                    _record.samples(_batch_size(torch, batch))
+                    _tls.loading = depth
+                if not depth:  # what it handed out; what it read if that has no batch size
+                    _record.samples(_batch_size(torch, batch) or _tls.read)
                 yield batch
 
         return __iter__

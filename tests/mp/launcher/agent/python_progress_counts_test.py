@@ -126,7 +126,8 @@ def samples_cases(path, cases, failures):
     """Samples are counted where the program gets its batches: torch's DataLoader, a subclass
     that hands out batches of its own from a generator (as accelerate's DataLoaderShard, which
     reads one ahead, and DataLoaderDispatcher, which reads two and hands out half of them),
-    nested; a subclass whose __iter__ returns torch's iterator keeps it (len() works)."""
+    nested, one handing out (index, batch) pairs (counted by what it read); a subclass whose
+    __iter__ returns torch's iterator keeps it (len() works)."""
     from torch.utils.data import DataLoader, TensorDataset
 
     class Ahead(DataLoader):
@@ -150,15 +151,20 @@ def samples_cases(path, cases, failures):
             for batch in super().__iter__():
                 yield batch
 
+    class Indexed(Ahead):  # hands out (index, batch): no batch size of its own, what it read
+        def __iter__(self):
+            yield from enumerate(super().__iter__())
+
     class Plain(DataLoader):
         def __iter__(self):
             return super().__iter__()
 
     data = TensorDataset(torch.arange(40.0))
-    for cls, want in ((DataLoader, 40), (Ahead, 40), (Halves, 20), (Nested, 40), (Plain, 40)):
+    for cls, want in ((DataLoader, 40), (Ahead, 40), (Halves, 20), (Nested, 40), (Indexed, 40),
+                      (Plain, 40)):
         before = words(path)[4]
         got_batches = list(cls(data, batch_size=4))
-        handed = sum(len(b[0]) for b in got_batches)
+        handed = sum(len(b[1][0] if cls is Indexed else b[0]) for b in got_batches)
         got = words(path)[4] - before
         cases += 1
         if got != want or handed != want:
