@@ -14,6 +14,6 @@ source "$here/../../testing/hf_accelerate.sh"
 accelerate=$(hf_accelerate_dir 0.20.3 2>&1) || skip_not_provided "$accelerate"
 echo "accelerate 0.20.3 from $accelerate"
 # The workers inherit the launcher's environment (the launcher puts its progress module before
-# this PYTHONPATH). ACCELERATE_USE_CPU: accelerate's own config for a CPU job (`use_cpu: true`).
+# this PYTHONPATH; with --use_cpu it sets ACCELERATE_USE_CPU, so accelerate picks MULTI_CPU).
 export PYTHONPATH=$accelerate${PYTHONPATH:+:$PYTHONPATH}
 exec "$here/status_test.sh" "$1" "$2" --python "$here/../../testing/hf_accelerate_train.py"
