@@ -19,6 +19,11 @@ after each optimizer step, T = time.time(); the namespaces share the clock):
               which every recovery by restart pays again, plus the first rendezvous)
   rendezvous  accel-launch only: its own part of the recovery, machine 0's membership line
               ("recovered in X s": from learning of the loss to the new generation's rendezvous)
+  launcher    the launcher's part of the recovery: from the fault to the spawn of machine 0's
+              first worker of the new world (the kernel's start time of the process, 10 ms ticks)
+  program     the program's part: from that spawn to the first step at world 2 (the restarted
+              program's own start-up: interpreter, torch import, process group, first step).
+              Goal (issue 25): the launcher's part <= 1 s after kill -9
 and the 1-minute load average before each trial (the machine may be shared).
 
   accel     accel-launch --nnodes 1:2 --max_restarts 3 (its rendezvous on machine 0)
@@ -60,20 +65,22 @@ RECOVERED = re.compile(r"membership: generation 1: .* recovered in ([0-9.]+) s")
 FAULTS = ("kill9", "link-down")
 
 
-def argv_for(peer: str, args, cluster: Cluster, machine: int, port: int, work: str) -> list:
+def argv_for(peer: str, args, addr0: str, machine: int, port: int, work: str,
+             nnodes: str = "1:2") -> list:
+    """The command of machine `machine` (torch_ddp.py under `peer`), rendezvous at `addr0`."""
     program = [SCRIPT, "--steps", "0", "--print-steps"]
     if peer == "accel":
         token = os.path.join(work, "token")
         if not os.path.exists(token):
             with open(os.open(token, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
                 f.write(hashlib.sha256(work.encode()).hexdigest() + "\n")
-        return [args.launcher, "--use_cpu", "--nnodes", "1:2", "--nproc_per_node", "2",
-                "--machine_rank", str(machine), "--main_process_ip", cluster.addr[0],
+        return [args.launcher, "--use_cpu", "--nnodes", nnodes, "--nproc_per_node", "2",
+                "--machine_rank", str(machine), "--main_process_ip", addr0,
                 "--main_process_port", str(port), "--max_restarts", "3", "--rdzv_timeout", "60",
                 "--rdzv_token_file", token, PY] + program
-    return [PY, os.path.join(HERE, "torchrun_compat.py"), "--nnodes", "1:2",
+    return [PY, os.path.join(HERE, "torchrun_compat.py"), "--nnodes", nnodes,
             "--nproc_per_node", "2", "--rdzv_backend", "c10d",
-            "--rdzv_endpoint", f"{cluster.addr[0]}:{port}", "--rdzv_id", f"bench{port}",
+            "--rdzv_endpoint", f"{addr0}:{port}", "--rdzv_id", f"bench{port}",
             # The namespaces' host name resolves to loopback: say which machine hosts the store.
             "--rdzv_conf", f"is_host={1 if machine == 0 else 0}",
             "--max_restarts", "3", "--monitor_interval", "0.1"] + program  # runs it with PY
@@ -88,9 +95,49 @@ def steps(path: str) -> list:
         return []
 
 
-def inject(fault: str, cluster: Cluster) -> None:
+def started_at(pid: int):
+    """Returns when process `pid` was spawned (time.time() seconds; the kernel's start time, in
+    clock ticks of 10 ms), or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+    boot = time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def spawned(pids: list, marker: str, world: int):
+    """Returns when the first of `pids` that runs `marker` (an argument ending so) as a worker of
+    world `world` (its RANK and WORLD_SIZE variables) was spawned, or None."""
+    times = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if not any(a.endswith(marker.encode()) for a in f.read().split(b"\0")):
+                    continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+        except OSError:
+            continue
+        if b"RANK" in env and env.get(b"WORLD_SIZE") == str(world).encode():
+            times.append(started_at(pid))
+    times = [t for t in times if t is not None]
+    return min(times) if times else None
+
+
+def add_split(result: dict, fault_at: float, first_at: float, spawn) -> None:
+    """Splits a recovery by restart at the new workers' spawn: the launcher's part (fault ->
+    spawned) and the program's own start-up (spawned -> its first step at the new world)."""
+    if spawn is not None and fault_at <= spawn <= first_at:
+        result.update(launcher_s=spawn - fault_at, program_s=first_at - spawn)
+
+
+def inject(fault: str, cluster: Cluster, victims: list) -> None:
+    """kill9: SIGKILLs `victims` (machine 1's processes, listed before the fault's time was
+    taken, so the listing is not counted); link-down: takes machine 1's link down."""
     if fault == "kill9":
-        kill_pids(cluster.pids(1))
+        kill_pids(victims)
     else:
         cluster.link(1, up=False)
 
@@ -104,8 +151,8 @@ def trial(peer: str, fault: str, args, cluster: Cluster, port: int, work: str) -
     try:
         for m in (0, 1):
             env = dict(os.environ, GLOO_SOCKET_IFNAME=cluster.veth[m], TMPDIR=work)
-            procs.append(cluster.launch(m, argv_for(peer, args, cluster, m, port, work), logs[m],
-                                        env))
+            procs.append(cluster.launch(m, argv_for(peer, args, cluster.addr[0], m, port, work),
+                                        logs[m], env))
             if peer == "torchrun" and m == 0:
                 time.sleep(1)  # its c10d store on machine 0 first
         launched = time.time()
@@ -120,8 +167,9 @@ def trial(peer: str, fault: str, args, cluster: Cluster, port: int, work: str) -
             return result
         result["start_up"] = min(s[3] for s in steps(logs[0]) if int(s[1]) == 4) - launched
         time.sleep(random.uniform(0.5, 1.5))
+        victims = cluster.pids(1) if fault == "kill9" else []
         fault_at = time.time()
-        inject(fault, cluster)
+        inject(fault, cluster, victims)
         first = None
         deadline = time.monotonic() + args.recover_timeout
         while time.monotonic() < deadline and first is None:
@@ -137,6 +185,7 @@ def trial(peer: str, fault: str, args, cluster: Cluster, port: int, work: str) -
         result.update(ok=True, seconds=first[3] - fault_at, last_step_before=last_before,
                       first_step_after=int(first[0]),
                       steps_lost=max(0, last_before - (int(first[0]) - 1)))
+        add_split(result, fault_at, first[3], spawned(cluster.pids(0), "torch_ddp.py", 2))
         with open(logs[0], errors="replace") as f:  # accel-launch's own part: the rendezvous
             said = RECOVERED.search(f.read())
         if said:
@@ -151,6 +200,29 @@ def trial(peer: str, fault: str, args, cluster: Cluster, port: int, work: str) -
                 p.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 p.kill()
+
+
+def write_hosts(namespaces: list, addr0: str) -> list:
+    """Makes the host name resolve to `addr0` in every namespace; returns the folders made.
+    torchrun's workers get MASTER_ADDR = machine 0's host name, which resolves to loopback in a
+    namespace: `ip netns exec` bind-mounts /etc/netns/<ns>/hosts over /etc/hosts."""
+    dirs = []
+    for ns in namespaces:
+        d = f"/etc/netns/{ns}"
+        os.makedirs(d, exist_ok=True)
+        dirs.append(d)
+        with open(os.path.join(d, "hosts"), "w") as f:
+            f.write(f"127.0.0.1 localhost\n{addr0} {socket.gethostname()}\n")
+    return dirs
+
+
+def remove_hosts(dirs: list) -> None:
+    for d in dirs:
+        try:
+            os.remove(os.path.join(d, "hosts"))
+            os.rmdir(d)
+        except OSError:
+            pass
 
 
 def nearest_rank(values: list, q: float) -> float:
@@ -168,28 +240,39 @@ def summarize(rows: list) -> dict:
                    max_s=max(secs), steps_lost_p50=statistics.median(lost),
                    steps_lost_max=max(lost),
                    start_up_p50_s=statistics.median(r["start_up"] for r in ok))
-        rdzv = [r["rendezvous_s"] for r in ok if "rendezvous_s" in r]
-        if rdzv:
-            out.update(rendezvous_p50_s=statistics.median(rdzv), rendezvous_max_s=max(rdzv))
+        for part in ("rendezvous", "launcher", "program"):  # the parts some trials measure
+            got = [r[part + "_s"] for r in ok if part + "_s" in r]
+            if got:
+                out.update({f"{part}_p50_s": statistics.median(got), f"{part}_max_s": max(got),
+                            f"{part}_n": len(got)})
     loads = [r["load1"] for r in rows]
     out.update(load1_min=min(loads), load1_max=max(loads))
     return out
 
 
+def part_cell(s: dict, part: str) -> str:
+    """"p50 / max" of a part of the recovery (with how many trials measured it, when not all)."""
+    if f"{part}_p50_s" not in s:
+        return "—"
+    cell = f"{s[part + '_p50_s']:.2f} / {s[part + '_max_s']:.2f}"
+    return cell + (f" ({s[part + '_n']} trials)" if s[part + "_n"] != s["recovered"] else "")
+
+
 def table(summary: dict) -> str:
     lines = ["| fault | launcher | trials | recovered | p50 s | p99 s | max s | steps lost p50 / max "
-             "| start-up p50 s | rendezvous p50 / max s | load (1 min) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| start-up p50 s | rendezvous p50 / max s | launcher part p50 / max s "
+             "| program part p50 / max s | load (1 min) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for fault, peers in summary.items():
         for peer, s in peers.items():
             if s["recovered"]:
                 nums = (f"{s['p50_s']:.2f} | {s['p99_s']:.2f} | {s['max_s']:.2f} | "
                         f"{s['steps_lost_p50']:g} / {s['steps_lost_max']} | "
                         f"{s['start_up_p50_s']:.2f} | ")
-                nums += (f"{s['rendezvous_p50_s']:.2f} / {s['rendezvous_max_s']:.2f}"
-                         if "rendezvous_p50_s" in s else "—")
+                nums += " | ".join(part_cell(s, part)
+                                   for part in ("rendezvous", "launcher", "program"))
             else:
-                nums = "— | — | — | — | — | —"
+                nums = "— | — | — | — | — | — | — | —"
             lines.append(f"| {fault} | {peer} | {s['trials']} | {s['recovered']} | {nums} | "
                          f"{s['load1_min']:.1f}–{s['load1_max']:.1f} |")
     return "\n".join(lines)
@@ -219,15 +302,7 @@ def main() -> int:
     started = datetime.datetime.now(datetime.timezone.utc)
     try:
         cluster.up()
-        # torchrun's workers get MASTER_ADDR = machine 0's host name, which resolves to loopback
-        # in a namespace: `ip netns exec` bind-mounts /etc/netns/<ns>/hosts over /etc/hosts, so
-        # both machines resolve the (shared) host name to machine 0's address.
-        for ns in cluster.ns:
-            d = f"/etc/netns/{ns}"
-            os.makedirs(d, exist_ok=True)
-            hosts_dirs.append(d)
-            with open(os.path.join(d, "hosts"), "w") as f:
-                f.write(f"127.0.0.1 localhost\n{cluster.addr[0]} {socket.gethostname()}\n")
+        hosts_dirs = write_hosts(cluster.ns, cluster.addr[0])
         for fault in faults:
             for n in range(max(counts.values())):  # alternate while both have trials left
                 for peer in results[fault]:
@@ -240,12 +315,7 @@ def main() -> int:
                     results[fault][peer].append(r)
     finally:
         cluster.down()
-        for d in hosts_dirs:
-            try:
-                os.remove(os.path.join(d, "hosts"))
-                os.rmdir(d)
-            except OSError:
-                pass
+        remove_hosts(hosts_dirs)
     summary = {f: {peer: summarize(rows) for peer, rows in peers.items()}
                for f, peers in results.items()}
     text = table(summary)

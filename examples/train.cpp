@@ -194,6 +194,29 @@ class SampleRecord {
   std::vector<std::int64_t> window_;
 };
 
+// --step-times: when each completed step returned (and when recover() did), one line each, so a
+// benchmark can time a recovery to the first step of the new world.
+class StepTimes {
+ public:
+  StepTimes(const std::string& path, int rank) {
+    if (!path.empty()) out_.open(path + "." + std::to_string(rank), std::ios::app);
+  }
+  // Writes "<what> N world W rank R time T", T in seconds since the epoch (the clock that
+  // network namespaces on one host share).
+  void Line(const char* what, std::int64_t n, const Accelerator& acc) {
+    if (!out_.is_open()) return;
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    char line[160];
+    std::snprintf(line, sizeof(line), "%s %lld world %d rank %d time %.6f\n", what,
+                  static_cast<long long>(n), acc.num_processes(), acc.process_index(), now);
+    out_ << line << std::flush;
+  }
+
+ private:
+  std::ofstream out_;
+};
+
 // Samples per second since the clock last (re)started: at the start, then after --warmup steps.
 class Throughput {
  public:
@@ -232,6 +255,7 @@ RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job) {
                             acc.gradient_accumulation_steps() * acc.num_processes(),
                         acc.step_count());
   SampleRecord record(flags.sample_record, acc.process_index());
+  StepTimes times(flags.step_times, acc.process_index());
   RunResult result;
   double last_loss = 0;
   auto sample = [&] {
@@ -259,6 +283,7 @@ RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job) {
           acc.step(*job.optimizer);  // false on a micro-step and on a step skipped by overflow
           if (!sync.sync_gradients()) continue;
           const std::int64_t step = acc.step_count();
+          times.Line("step", step, acc);
           record.Completed(epoch, step);
           const bool warmup_end = flags.warmup > 0 && step == flags.warmup;
           const bool last = done() || (flags.steps == 0 && last_batch && epoch + 1 == flags.epochs);
@@ -282,6 +307,7 @@ RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job) {
     } catch (const Error&) {
       record.Dropped();
       if (!acc.recover()) throw;  // not an elastic membership change: fail as before
+      times.Line("generation", acc.generation(), acc);
       throughput.Restart(acc.step_count());
     }
   }

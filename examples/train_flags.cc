@@ -42,6 +42,9 @@ std::string TrainUsage() {
                              another world size)
   --sample-record PATH       each process appends "epoch step index..." per completed step to
                              PATH.<its rank at start> (which samples each step trained on)
+  --step-times PATH          each process appends "step S world W rank R time T" per completed
+                             step to PATH.<its rank at start> (T: seconds since the epoch, when
+                             the step returned; benchmarks: bench/recovery_bench_libaccel.py)
   --warmup N                 steps left out of samples/s (default 0)
   --seed N                   data, teacher and init seed (default 0)
   --no-overlap               all-reduce after backward instead of during it (benchmarks)
@@ -97,6 +100,7 @@ std::optional<TrainFlags> ParseTrainFlags(const std::vector<std::string>& args,
        }},
       {"checkpoint-dir", str(&flags.checkpoint_dir)},
       {"sample-record", str(&flags.sample_record)},
+      {"step-times", str(&flags.step_times)},
       {"save-every", num(&flags.save_every)},
       {"warmup", num(&flags.warmup)},
       {"seed", num(&flags.seed)},

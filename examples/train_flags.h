@@ -25,6 +25,7 @@ struct TrainFlags {
   std::optional<int> grad_accum;    // default: the launcher's config/env
   std::string checkpoint_dir;
   std::string sample_record;  // PATH: "epoch step index..." per completed step to PATH.<rank>
+  std::string step_times;     // PATH: "step S world W rank R time T" per completed step
   bool resume = false;
   std::int64_t save_every = 0;  // optimizer steps between checkpoints; 0 = only at the end
   std::int64_t warmup = 0;      // steps excluded from samples/s

@@ -12,6 +12,7 @@
 #include "common/seconds.h"
 #include "launcher/agent/agent_internal.h"
 #include "launcher/agent/elastic.h"
+#include "launcher/agent/generation_watch.h"
 #include "launcher/agent/in_place.h"
 #include "launcher/agent/preflight_run.h"
 #include "launcher/agent/status_exchange.h"
@@ -131,30 +132,25 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
       rendezvous_->ReportInterrupted(current.attempt, signal, sender);
     }
   };
+  // The status and the hang exchange follow the workers' generation (generation_watch.h).
+  GenerationWatch watch(
+      rendezvous_.get(),
+      StatusLaunch{&config_, &plan_, nullptr, host_, run_dir_.path, run_dir_.fd.get()},
+      plan_.num_machines > 1 ? absl::FromChrono(FromSeconds(plan_.hang_timeout_s))
+                             : absl::ZeroDuration());
+  watch.Open(result);
   RegroupHook regroup;
   if (plan_.in_place) {
-    regroup = [&] {
-      if (!RegroupInPlace(&current)) return false;
+    regroup = [&]() -> std::optional<Regroup> {
+      if (!RegroupInPlace(&current)) return std::nullopt;
       restart_count_ = current.restart_count;
       can_restart = current.restart_count < config_.max_restarts;
-      return true;
+      return watch.MoveTo(current);
     };
   }
-  std::unique_ptr<JobProgress> job;
-  // In-place jobs watch for hangs on each machine alone: the exchange is the first generation's.
-  if (rendezvous_ != nullptr && plan_.num_machines > 1 && plan_.hang_timeout_s > 0 &&
-      !plan_.in_place) {
-    job = rendezvous_->OpenJobProgress(result, absl::FromChrono(FromSeconds(plan_.hang_timeout_s)));
-  }
-  std::unique_ptr<StatusExchange> status;
-  if (rendezvous_ != nullptr) {
-    status = StartStatus(
-        StatusLaunch{&config_, &plan_, &result, host_, run_dir_.path, run_dir_.fd.get()});
-  }
   AttemptResult attempt = supervisor.Run(*std::move(workers), router, on_failure, on_interrupt,
-                                         job.get(), status.get(), regroup);
-  status.reset();  // stops publishing this attempt's status and erases the status line
-  job.reset();     // stops publishing this attempt's progress
+                                         watch.job(), watch.observer(), regroup);
+  watch.Close();  // stops publishing this attempt's status and progress; erases the status line
   return AfterAttempt(attempt, current.attempt, can_restart);
 }
 

@@ -64,7 +64,8 @@ std::unique_ptr<StatusExchange> StartStatus(const StatusLaunch& launch) {
   options.machine_rank = launch.plan->machine_rank;
   options.host = launch.host;
   options.run_id = launch.plan->run_id;
-  options.job.num_machines = launch.plan->num_machines;
+  options.group_rank = launch.joined->group_rank;
+  options.job.num_machines = launch.joined->group_world_size;  // the generation's machines
   options.job.world_size = launch.joined->world_size;
   options.job.attempt = launch.joined->attempt;
   options.job.straggler_threshold = config.straggler_threshold;
@@ -140,7 +141,7 @@ bool StatusExchange::Stopping() const {
 
 void StatusExchange::Tick(absl::Time now) {
   MachineStatus mine;
-  mine.machine_rank = options_.machine_rank;
+  mine.machine_rank = options_.group_rank;
   mine.attempt = options_.job.attempt;
   mine.seq = ++seq_;
   {

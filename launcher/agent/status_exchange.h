@@ -37,6 +37,9 @@ namespace accel::launcher {
 
 struct StatusOptions {
   int machine_rank = 0;
+  // The machine's index in the generation (GROUP_RANK; its machine rank in a fixed job): where
+  // it publishes its ranks (launcher/status/job_store.h).
+  int group_rank = 0;
   std::string host;
   std::string run_id;
   JobInfo job;  // machine 0 publishes it

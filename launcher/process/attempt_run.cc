@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <map>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -186,8 +188,11 @@ void AttemptRun::OnSignals() {
 void AttemptRun::OnAbort() {
   const bool any_running = std::any_of(workers_.begin(), workers_.end(),
                                        [](const Worker& w) { return w.process.running(); });
-  if (!stopping_ && any_running && regroup_ && regroup_()) {
-    return;  // the workers go on in the next generation; the hook's join re-armed the channel
+  if (!stopping_ && any_running && regroup_) {
+    if (std::optional<Regroup> next = regroup_(); next.has_value()) {
+      ApplyRegroup(*next);
+      return;  // the workers go on in the next generation; the hook's join re-armed the channel
+    }
   }
   if (!stopping_) {
     result_.end = AttemptEnd::kAborted;
@@ -196,6 +201,24 @@ void AttemptRun::OnAbort() {
   }
   std::uint64_t value = 0;
   (void)!::read(abort_.fd(), &value, sizeof(value));
+}
+
+void AttemptRun::ApplyRegroup(const Regroup& next) {
+  std::map<int, int> renumbered;
+  for (const Worker& w : workers_) renumbered[w.launch.rank] = next.base_rank + w.launch.local_rank;
+  router_.Renumber(renumbered);
+  hang_.Regroup(renumbered, next.job);
+  // A verdict of the old generation that waited for its root cause's machine: answered by the
+  // membership change (that machine left).
+  result_.hang_notes.clear();
+  result_.hang_verdict.reset();
+  result_.hang_verdict_agreed = false;
+  observer_ = next.observer;
+  for (Worker& w : workers_) {
+    w.launch.rank = renumbered[w.launch.rank];
+    w.launch.spec.label = absl::StrCat("worker rank=", w.launch.rank);
+    if (observer_ != nullptr && w.process.running()) observer_->Started(w.launch, w.process.pid());
+  }
 }
 
 void AttemptRun::OnExit(absl::Time now) {

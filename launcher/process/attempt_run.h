@@ -47,6 +47,9 @@ class AttemptRun {
   absl::Time NextWake() const;
   void OnSignals();
   void OnAbort();
+  // Moves the running workers into the new generation `next` (RegroupHook answered): their new
+  // ranks in the router, the hang watch, the failure rows and the new observer.
+  void ApplyRegroup(const Regroup& next);
   // Reaps the workers that exited; a failure among them begins the teardown.
   void OnExit(absl::Time now);
   // Returns true when `failures` are all kills from outside and the launcher's own signal
@@ -73,8 +76,8 @@ class AttemptRun {
   OutputRouter& router_;
   const std::function<void(const WorkerFailure&)>& on_failure_;
   const std::function<void(int signal, const std::string& sender)>& on_interrupt_;
-  WorkerObserver* const observer_;  // may be null
-  const RegroupHook regroup_;       // may be empty
+  WorkerObserver* observer_;   // may be null; the generation's (ApplyRegroup)
+  const RegroupHook regroup_;  // may be empty
   HangWatch hang_;
   const bool watch_hangs_;
 

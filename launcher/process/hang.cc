@@ -40,6 +40,15 @@ void HangDetector::Watch(int rank, pid_t pid, std::string progress_path, absl::T
   ranks_[rank] = std::move(w);
 }
 
+void HangDetector::Renumber(const std::map<int, int>& renumbered) {
+  std::map<int, Watched> ranks;
+  for (auto& [rank, w] : ranks_) {
+    auto it = renumbered.find(rank);
+    ranks[it == renumbered.end() ? rank : it->second] = std::move(w);
+  }
+  ranks_ = std::move(ranks);
+}
+
 bool HangDetector::Busy(Watched& w, absl::Time now, std::uint64_t ticks) const {
   w.cpu.emplace_back(now, ticks);
   while (w.cpu.size() >= 2 && w.cpu[1].first <= now - cpu_window_) {

@@ -54,6 +54,9 @@ class HangDetector {
   void Watch(int rank, pid_t pid, std::string progress_path, absl::Time now);
   // Stops watching `rank` (it exited).
   void Forget(int rank) { ranks_.erase(rank); }
+  // Relabels the watched ranks (an in-place membership change): rank `old` is `renumbered[old]`
+  // from now on, with what was sampled of it; ranks not named keep theirs.
+  void Renumber(const std::map<int, int>& renumbered);
 
   // Samples every rank; `output_bytes(rank)` is how many bytes the rank has written so far.
   void Sample(absl::Time now, const std::function<std::uint64_t(int)>& output_bytes);

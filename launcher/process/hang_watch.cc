@@ -69,6 +69,15 @@ HangWatch::Action HangWatch::Check(absl::Time now,
   return Action::kNone;
 }
 
+void HangWatch::Regroup(const std::map<int, int>& renumbered, JobProgress* job) {
+  detector_.Renumber(renumbered);
+  job_ = job;
+  phase_ = Phase::kWatching;
+  deadline_ = absl::InfiniteFuture();
+  verdict_ = HangVerdict{};
+  agreed_ = false;
+}
+
 HangWatch::Action HangWatch::Act(absl::Time now) {
   if (verdict_.machine_rank == options_.machine_rank) {
     phase_ = Phase::kDone;

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -44,13 +45,18 @@ class HangWatch {
     kEndRemote,   // that report did not come: end the attempt here
   };
 
-  // `job` may be null (a single machine); it must outlive the watch.
+  // `job` may be null (a single machine); it must outlive the watch (or its Regroup).
   HangWatch(HangWatchOptions options, JobProgress* job);
 
   void Watch(int rank, pid_t pid, std::string progress_path, absl::Time now) {
     detector_.Watch(rank, pid, std::move(progress_path), now);
   }
   void Forget(int rank) { detector_.Forget(rank); }
+  // Moves the watch into a new generation (an in-place membership change): the ranks are
+  // relabeled (HangDetector::Renumber) and `job` (may be null: this machine alone) replaces the
+  // previous generation's exchange, which is not used again. A verdict being settled or awaited
+  // is dropped: it was the old generation's, and the membership change answered it.
+  void Regroup(const std::map<int, int>& renumbered, JobProgress* job);
 
   // Samples, publishes and decides; `output_bytes(rank)` is what the rank has written so far.
   Action Check(absl::Time now, const std::function<std::uint64_t(int)>& output_bytes);
@@ -67,7 +73,7 @@ class HangWatch {
   Action Act(absl::Time now);
 
   const HangWatchOptions options_;
-  JobProgress* const job_;
+  JobProgress* job_;
   HangDetector detector_;
   Phase phase_ = Phase::kWatching;
   absl::Time deadline_ = absl::InfiniteFuture();

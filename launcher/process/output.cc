@@ -115,6 +115,23 @@ void OutputRouter::OnReadable(int fd) {
   }
 }
 
+void OutputRouter::Renumber(const std::map<int, int>& renumbered) {
+  std::vector<int> fds;
+  for (const auto& [fd, stream] : streams_) fds.push_back(fd);
+  for (int fd : fds) OnReadable(fd);  // never blocks; may close streams at end of file
+  auto relabel = [&renumbered](int rank) {
+    auto it = renumbered.find(rank);
+    return it == renumbered.end() ? rank : it->second;
+  };
+  for (auto& [fd, stream] : streams_) stream->rank = relabel(stream->rank);
+  std::map<int, std::deque<std::string>> tails;
+  for (auto& [rank, tail] : tails_) tails[relabel(rank)] = std::move(tail);
+  tails_ = std::move(tails);
+  std::map<int, std::uint64_t> bytes;
+  for (const auto& [rank, count] : bytes_) bytes[relabel(rank)] = count;
+  bytes_ = std::move(bytes);
+}
+
 std::uint64_t OutputRouter::BytesFrom(int rank) const {
   auto it = bytes_.find(rank);
   return it == bytes_.end() ? 0 : it->second;

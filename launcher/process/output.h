@@ -61,6 +61,12 @@ class OutputRouter {
   // Flushes partial lines and closes every pipe (used when a drain deadline runs out).
   void CloseAll();
 
+  // Relabels the workers' streams, stderr tails and byte counts: rank `old` is `renumbered[old]`
+  // from now on (an in-place membership change; ranks not named keep theirs). What the pipes hold
+  // now is read first, under the old labels; a line not yet complete gets the new one. The log
+  // files stay where they are (rank_<rank at start>).
+  void Renumber(const std::map<int, int>& renumbered);
+
   // Returns the last stderr lines of `rank` (oldest first).
   std::vector<std::string> StderrTail(int rank) const;
   // Returns how many bytes `rank` has written to stdout and stderr together.

@@ -110,10 +110,23 @@ struct AttemptResult {
   bool hang_verdict_agreed = false;
 };
 
+// What changes for the running workers when they go on into a new generation (Regroup).
+struct Regroup {
+  // This machine's first rank in the new generation: the worker of local rank l is rank
+  // base_rank + l from now on (as libaccel renumbers it), in the output prefixes, the failure
+  // rows, hang detection and the observer.
+  int base_rank = 0;
+  // The new generation's view of the other machines (null: this machine alone) and observer
+  // (may be null). The previous ones are not used once the hook returned; every running worker is
+  // announced to the new observer (Started) under its new rank.
+  JobProgress* job = nullptr;
+  WorkerObserver* observer = nullptr;
+};
+
 // Called on the supervisor's thread when the abort channel fires while the workers run: returns
-// true when they go on into the next generation (elastic in-place recovery: the hook rejoined the
-// rendezvous, which re-arms the channel, and told the workers), false to stop them as usual.
-using RegroupHook = std::function<bool()>;
+// the new generation when they go on into it (elastic in-place recovery: the hook rejoined the
+// rendezvous, which re-arms the channel, and told the workers), nullopt to stop them as usual.
+using RegroupHook = std::function<std::optional<Regroup>()>;
 
 class Supervisor {
  public:

@@ -2,7 +2,11 @@
 // Namespace StatusNamespace(run_id) ("<run_id>/status"), kept across attempts so that a reader
 // finds the attempt in progress:
 //   job          what machine 0 says about the attempt: JobInfo, tab-separated
-//   machine/<m>  machine m's ranks (EncodeMachineStatus)
+//   machine/<m>  the ranks of the generation's machine m (EncodeMachineStatus; m is the
+//                machine's GROUP_RANK, its machine rank in a fixed job; each rank carries the
+//                machine rank it was started with)
+// An elastic job's generation (the attempt) publishes its own machines: a machine that left is
+// not read (beyond num_machines, or its slot rewritten under the new attempt).
 // Every call is one store call without waiting (the store's RPC deadline bounds it).
 #ifndef ACCEL_LAUNCHER_STATUS_JOB_STORE_H_
 #define ACCEL_LAUNCHER_STATUS_JOB_STORE_H_
@@ -24,7 +28,7 @@ namespace accel::launcher {
 std::string StatusNamespace(const std::string& run_id);
 
 struct JobInfo {
-  int num_machines = 1;
+  int num_machines = 1;  // in the attempt (generation)
   int world_size = 1;
   std::int64_t attempt = 0;
   double straggler_threshold = 0;

@@ -18,7 +18,7 @@ struct JobView {
   std::int64_t attempt = 0;
   int num_machines = 0;
   int world_size = 0;
-  std::vector<int> silent_machines;  // machines whose ranks could not be read
+  std::vector<int> silent_machines;  // machines whose ranks could not be read (GROUP_RANK)
   std::vector<RankStatus> ranks;     // ordered by rank
 };
 

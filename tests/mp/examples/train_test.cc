@@ -117,6 +117,41 @@ TEST(Train, TwoProcessesTimesAccumulationTwoEqualsOneProcessWithFourTimesTheBatc
   EXPECT_NEAR(a, b, 1e-5 * std::abs(b)) << ddp.output << "\n" << single.output;
 }
 
+// --step-times: one line per completed optimizer step (none for a micro-step) per process, with
+// the world, the process's rank and a wall-clock time taken while the run ran, in order.
+TEST(Train, StepTimesHaveOneLinePerCompletedStepOfEveryProcess) {
+  const std::string dir = TempDir("step_times");
+  const double before =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  Outcome ddp = RunProgram(
+      kLauncher, "--use_cpu --num_processes 2 --gradient_accumulation_steps 2 " + kTrain + " " +
+                     kSmall + " --batch-size 4 --steps 7" + " --step-times " + dir + "/times");
+  ASSERT_EQ(ddp.exit_code, kExitOk) << ddp.output;
+  const double after =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::regex line(R"(step (\d+) world (\d+) rank (\d+) time ([0-9.]+))");
+  for (int rank = 0; rank < 2; ++rank) {
+    std::ifstream in(dir + "/times." + std::to_string(rank));
+    ASSERT_TRUE(in) << "no step-times file for rank " << rank;
+    std::string text;
+    int step = 0;
+    double last = before;
+    while (std::getline(in, text)) {
+      std::smatch m;
+      ASSERT_TRUE(std::regex_match(text, m, line)) << text;
+      EXPECT_EQ(std::stoi(m[1]), ++step) << text;
+      EXPECT_EQ(std::stoi(m[2]), 2) << text;
+      EXPECT_EQ(std::stoi(m[3]), rank) << text;
+      const double t = std::stod(m[4]);
+      EXPECT_GE(t, last) << text;
+      EXPECT_LE(t, after) << text;
+      last = t;
+    }
+    EXPECT_EQ(step, 7) << "rank " << rank;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Train, ResumeAfterKillMatchesAnUninterruptedRun) {
   const std::string dir = TempDir("resume");
   const std::string args = std::string(kSmall) + " --steps 400 --save-every 10 --checkpoint-dir ";

@@ -16,10 +16,11 @@ namespace {
 
 TEST(TrainFlags, ParsesEveryFormAndDefaults) {
   std::string error;
-  auto flags = ParseTrainFlags(
-      {"--layers", "4", "--hidden=128", "--batch_size", "16", "--optimizer", "sgd", "--grad-accum",
-       "2", "--resume", "--checkpoint-dir", "/tmp/x", "--sample-record", "/tmp/rec"},
-      &error);
+  auto flags =
+      ParseTrainFlags({"--layers", "4", "--hidden=128", "--batch_size", "16", "--optimizer", "sgd",
+                       "--grad-accum", "2", "--resume", "--checkpoint-dir", "/tmp/x",
+                       "--sample-record", "/tmp/rec", "--step-times", "/tmp/times"},
+                      &error);
   ASSERT_TRUE(flags) << error;
   EXPECT_EQ(flags->layers, 4);
   EXPECT_EQ(flags->hidden, 128);
@@ -28,6 +29,7 @@ TEST(TrainFlags, ParsesEveryFormAndDefaults) {
   EXPECT_EQ(flags->grad_accum, 2);
   EXPECT_TRUE(flags->resume);
   EXPECT_EQ(flags->sample_record, "/tmp/rec");
+  EXPECT_EQ(flags->step_times, "/tmp/times");
   EXPECT_EQ(flags->input_dim, 784);
   EXPECT_EQ(flags->model, "mlp");
 }
