@@ -1,35 +1,30 @@
-"""The progress record of a Python worker under accel-launch, written without touching the script.
+"""What a Python worker under accel-launch reports, counted without touching the script.
 
 sitecustomize.py (beside this file) calls watch(path) at interpreter start when the launcher set
-ACCEL_PROGRESS_FILE. Nothing happens until the program imports torch; then this module keeps the
-same record libaccel keeps (common/progress_record.h: six little-endian 64-bit words in a shared
-mapping, each stored whole):
-  0 optimizer steps      every Optimizer.step (torch >= 2.0: the global step post-hook; 1.13: the
+ACCEL_PROGRESS_FILE. Nothing happens until the program imports torch; then this module counts into
+the progress record (_accel_launch_record.py: libaccel's six words, common/progress_record.h):
+  optimizer steps        every Optimizer.step (torch >= 2.0: the global step post-hook; 1.13: the
                          profiler's per-step entry point, Optimizer._optimizer_step_code); an
                          optimizer that wraps another (accelerate's, ZeRO's) is counted once;
-  1 collectives started  torch.distributed's collectives (the outermost call: all_gather_object's
-  2 collectives done     inner all_gather is not counted again), DDP's parameter broadcasts, and
+  collectives started    torch.distributed's collectives (the outermost call: all_gather_object's
+  and done               inner all_gather is not counted again), DDP's parameter broadcasts, and
                          each DDP gradient synchronisation (one per backward that syncs: its
                          buckets' all-reduces together; DDP's own path is left as it is);
-  3 wait nanoseconds     time the program was blocked in communication: a blocking collective
+  wait nanoseconds       time the program was blocked in communication: a blocking collective
                          from call to return, and DDP from the end of backward's compute until
                          it has its gradients (an async_op collective is counted, not timed:
                          the program computes meanwhile);
-  4 samples              the first dimension of each batch a torch DataLoader handed out;
-  5 wait since           CLOCK_MONOTONIC nanoseconds when the wait in progress began, 0 = none.
-One process owns a record: the first to take an exclusive flock on the file. A process forked
-from it, or a Python process it starts, writes nothing. Nothing is printed; any failure here
-turns the record off and leaves the program as it was.
+  samples                the first dimension of each batch the program got from a DataLoader
+                         (the outermost: a subclass's own generator, e.g. accelerate's loader
+                         that hands each process its slice of what process 0 read, counts).
+Nothing is printed; any failure here turns the record off and leaves the program as it was.
 """
 import functools
-import os
 import sys
 import threading
-import time
 import weakref
 
-_STEP, _STARTED, _DONE, _WAIT_NS, _SAMPLES, _WAIT_SINCE = range(6)
-_WORDS = 6
+from _accel_launch_record import Record
 
 # torch.distributed's collectives (every rank of the group calls them, in the same order).
 # Point-to-point calls (send, recv, isend, irecv, batch_isend_irecv) are not collectives.
@@ -42,85 +37,10 @@ _COLLECTIVES = (
     "scatter", "scatter_object_list", "barrier", "monitored_barrier", "_broadcast_coalesced")
 
 
-class _Record:
-    """The mapped record and the counts behind it. Thread-safe (one lock)."""
-
-    def __init__(self, path):
-        import ctypes
-        import fcntl
-        import mmap
-
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another process owns it: raises
-            os.ftruncate(fd, 0)
-            os.ftruncate(fd, _WORDS * 8)
-            self._map = mmap.mmap(fd, _WORDS * 8, mmap.MAP_SHARED,
-                                  mmap.PROT_READ | mmap.PROT_WRITE)
-        except BaseException:
-            os.close(fd)
-            raise
-        self._fd = fd  # held open: the lock lasts as long as the process
-        # A ctypes store of an aligned 64-bit word is one machine store: a reader sees it old or
-        # new, as libaccel's atomic stores.
-        self._words = (ctypes.c_uint64 * _WORDS).from_buffer(self._map)
-        self._lock = threading.Lock()
-        self._counts = [0] * _WORDS
-        self._waiting = 0
-        self._since = 0
-        self.live = True
-        os.register_at_fork(after_in_child=self._forked)
-
-    def _forked(self):
-        self.live = False  # the parent's record; the child's work is not the rank's
-
-    def _add(self, word, n=1):
-        self._counts[word] += n
-        self._words[word] = self._counts[word]
-
-    def _begin_wait(self):
-        self._waiting += 1
-        if self._waiting == 1:
-            self._since = time.monotonic_ns()
-            self._words[_WAIT_SINCE] = self._since
-
-    def _end_wait(self):
-        if self._waiting > 0:
-            self._waiting -= 1
-            if self._waiting == 0:
-                self._words[_WAIT_SINCE] = 0
-                self._add(_WAIT_NS, time.monotonic_ns() - self._since)
-
-    def step(self):
-        if self.live:
-            with self._lock:
-                self._add(_STEP)
-            if _STEP_CLEARS:
-                for sync in list(_STEP_CLEARS):
-                    sync._pending = False
-
-    def started(self, timed):
-        if self.live:
-            with self._lock:
-                if timed:
-                    self._begin_wait()
-                self._add(_STARTED)
-
-    def done(self, timed):
-        if self.live:
-            with self._lock:
-                if timed:
-                    self._end_wait()
-                self._add(_DONE)
-
-    def samples(self, n):
-        if self.live and n > 0:
-            with self._lock:
-                self._add(_SAMPLES, n)
-
-
 _record = None
-_tls = threading.local()  # .depth: collectives entered on this thread
+# On this thread: .depth collectives entered, .loading DataLoader subclass iterators entered and
+# .read the samples torch's iterators read inside them.
+_tls = threading.local()
 # What _install replaced: (owner, attribute name, wrapper); wrapper.__wrapped__ is the original.
 # bench/python_progress_blocks.py swaps them back and forth to measure what they cost.
 _PATCHES = []
@@ -152,6 +72,9 @@ def _step_counter(Optimizer):
             wrapper = wraps[cls] = _wraps_another(optimizer, Optimizer)
         if not wrapper:
             _record.step()
+            if _STEP_CLEARS:  # a backward that failed may have left them pending
+                for sync in list(_STEP_CLEARS):
+                    sync._pending = False
 
     return count
 
@@ -350,6 +273,12 @@ def _batch_size(torch, batch):
 
 
 def _count_samples(torch):
+    """Counts each batch where the program gets it: from torch's DataLoader iterator, or from a
+    DataLoader subclass whose __iter__ is a generator of its own (accelerate's DataLoaderShard;
+    its DataLoaderDispatcher reads all processes' batches on process 0, hands each its slice):
+    the outermost counts, so a rank counts what it trains on."""
+    import inspect
+
     loader = sys.modules.get("torch.utils.data.dataloader")
     if loader is None:
         return
@@ -359,10 +288,49 @@ def _count_samples(torch):
     @functools.wraps(original)
     def __next__(self):
         batch = original(self)
-        _record.samples(_batch_size(torch, batch))
+        if getattr(_tls, "loading", 0):
+            _tls.read += _batch_size(torch, batch)  # inside a subclass's iterator: it counts
+        else:
+            _record.samples(_batch_size(torch, batch))
         return batch
 
     _patch(base, "__next__", __next__)
+
+    def outermost(own_iter):
+        @functools.wraps(own_iter)
+        def __iter__(self):
+            batches = own_iter(self)
+            while True:
+                depth = getattr(_tls, "loading", 0)
+                if not depth:
+                    _tls.read = 0
+                _tls.loading = depth + 1
+                try:
+                    batch = next(batches)
+                except StopIteration:
+                    return
+                finally:
+                    _tls.loading = depth
+                if not depth:  # what it handed out; what it read if that has no batch size
+                    _record.samples(_batch_size(torch, batch) or _tls.read)
+                yield batch
+
+        return __iter__
+
+    DataLoader = loader.DataLoader
+    if "__init_subclass__" in vars(DataLoader):
+        return  # not torch 1.13 to 2.x's DataLoader: its own hook is left alone
+
+    def __init_subclass__(cls, **kwargs):
+        super(DataLoader, cls).__init_subclass__(**kwargs)
+        try:
+            own = vars(cls).get("__iter__")
+            if own is not None and inspect.isgeneratorfunction(own):  # still a generator to it
+                _patch(cls, "__iter__", outermost(own))
+        except Exception:  # never the program's problem: its class is made as before
+            pass
+
+    DataLoader.__init_subclass__ = classmethod(__init_subclass__)
 
 
 # --- torch's import -----------------------------------------------------------------------------
@@ -394,7 +362,7 @@ class _Loader:
         self._real.exec_module(module)
         global _record
         try:
-            _record = _Record(self._path)
+            _record = Record(self._path)
             _install(module)
         except Exception:
             if _record is not None:

@@ -41,10 +41,11 @@ def _watch_torch():
     try:
         sys.path.insert(0, _HERE)
         try:
-            import _accel_launch_progress
+            import _accel_launch_progress  # imports its siblings (_accel_launch_*) too
         finally:
             del sys.path[0]
-            sys.modules.pop("_accel_launch_progress", None)  # the program's modules, as before
+            for name in [m for m in sys.modules if m.startswith("_accel_launch_")]:
+                del sys.modules[name]  # the program's modules, as before
         _accel_launch_progress.watch(path)
     except Exception:  # never the program's problem
         pass

@@ -19,3 +19,11 @@ skip() {
   echo "SKIP: $*"
   exit 77
 }
+
+# skip_not_provided WHY: the test lacks something CI cannot provide either (hardware, or software
+# that is no Debian package and cannot be fetched here, such as HF accelerate): prints "SKIP: WHY"
+# and exits 77, under CI too (as a GPU test without a GPU).
+skip_not_provided() {
+  echo "SKIP: $*"
+  exit 77
+}

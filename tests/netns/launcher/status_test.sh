@@ -86,12 +86,13 @@ done
 [[ $counts == "4 4" ]] || fail "status --json on machine 1 never listed 4 ranks with steps (got '$counts'): $(cat "$work/status.err")"
 echo "status --json on machine 1: 4 ranks, all stepping"
 if [[ -n $script ]]; then  # the live line (a plain line every 5 s in a pipe) shows their steps
+  stepping="status: step [1-9][0-9]* \\| [0-9.]+ (steps|samples)/s"  # not "step 0 | 0.00 steps/s"
   for _ in $(seq 24); do
-    grep -qE "status: .*step [0-9]+" "$work/m0.log" && break
+    grep -qE "$stepping" "$work/m0.log" && break
     sleep 0.5
   done
-  grep -E "status: " "$work/m0.log" | tail -n 1
-  grep -qE "status: .*step [0-9]+" "$work/m0.log" || fail "the live line never showed steps"
+  grep -E "status: step " "$work/m0.log" | tail -n 2
+  grep -qE "$stepping" "$work/m0.log" || fail "the live line never showed a step above 0"
   status1 --json | python3 -c 'import json,sys; r=json.load(sys.stdin)["ranks"];
 assert all(x["steps_per_s"] > 0 for x in r), r' || fail "status --json shows no steps/s"
 fi

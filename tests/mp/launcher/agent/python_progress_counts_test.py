@@ -5,7 +5,9 @@ generated case — find_unused_parameters off/on, 1 to 3 micro-steps per optimiz
 the last under no_sync), a forward under no_grad between steps, a backward that fails (without
 find_unused_parameters; DDP cannot go on after one with it) — the record must hold one step per
 optimizer step and one collective started and done per backward in which DDP synchronised, plus
-its parameter broadcast at construction; nothing waiting at the end. Exit 77 without torch.
+its parameter broadcast at construction; nothing waiting at the end; and an optimizer wrapping
+another (ZeroRedundancyOptimizer) counted once per step; samples counted where the program
+gets its batches (DataLoader subclasses with iterators of their own). Exit 77 without torch.
 Usage: python_progress_counts_test.py <launcher/python>
 """
 import importlib
@@ -80,7 +82,7 @@ def main():
     work = tempfile.mkdtemp()
     dist.init_process_group("gloo", init_method=f"file://{work}/store", world_size=1, rank=0)
     path = os.path.join(work, "progress")
-    module._record = module._Record(path)
+    module._record = module.Record(path)
     module._install(torch)
     failures, cases = 0, 0
     for find_unused, micro, steps, fail_at in itertools.product(
@@ -97,8 +99,83 @@ def main():
             print(f"FAIL find_unused={find_unused} micro={micro} steps={steps} "
                   f"fail_at={fail_at}: steps/started/done {got}, want "
                   f"{[want_steps, want_syncs, want_syncs]}; wait since {after[5]}")
+    # An optimizer that wraps another (torch's ZeroRedundancyOptimizer: an Optimizer whose
+    # .optim is the local one; both steps reach the counting hook) counts each step once.
+    # accelerate's AcceleratedOptimizer never reaches it on torch 1.13 (it skips
+    # Optimizer.__init__): tests/mp/launcher/agent/hf_accelerate_counts_test.sh.
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+
+    model = torch.nn.parallel.DistributedDataParallel(Net(False))
+    zero = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.SGD, lr=0.01)
+    before = words(path)
+    for _ in range(3):
+        model(torch.randn(8, 4)).sum().backward()
+        zero.step()
+        zero.zero_grad()
+    got = words(path)[0] - before[0]
+    cases += 1
+    if got != 3:
+        failures += 1
+        print(f"FAIL ZeroRedundancyOptimizer: {got} steps counted for 3 optimizer steps")
+    cases, failures = samples_cases(path, cases, failures)
     print(f"{cases - failures}/{cases} cases")
     return 1 if failures else 0
+
+
+def samples_cases(path, cases, failures):
+    """Samples are counted where the program gets its batches: torch's DataLoader, a subclass
+    that hands out batches of its own from a generator (as accelerate's DataLoaderShard, which
+    reads one ahead, and DataLoaderDispatcher, which reads two and hands out half of them),
+    nested, one handing out (index, batch) pairs (counted by what it read); a subclass whose
+    __iter__ returns torch's iterator keeps it (len() works)."""
+    from torch.utils.data import DataLoader, TensorDataset
+
+    class Ahead(DataLoader):
+        def __iter__(self):
+            batches = super().__iter__()
+            current = next(batches)
+            for batch in batches:
+                yield current
+                current = batch
+            yield current
+
+    class Halves(DataLoader):  # two batches read, the first half of both handed out
+        def __iter__(self):
+            batches = super().__iter__()
+            for first in batches:
+                second = next(batches, first)
+                yield torch.cat([first[0], second[0]])[: len(first[0])],
+
+    class Nested(Ahead):
+        def __iter__(self):
+            for batch in super().__iter__():
+                yield batch
+
+    class Indexed(Ahead):  # hands out (index, batch): no batch size of its own, what it read
+        def __iter__(self):
+            yield from enumerate(super().__iter__())
+
+    class Plain(DataLoader):
+        def __iter__(self):
+            return super().__iter__()
+
+    data = TensorDataset(torch.arange(40.0))
+    for cls, want in ((DataLoader, 40), (Ahead, 40), (Halves, 20), (Nested, 40), (Indexed, 40),
+                      (Plain, 40)):
+        before = words(path)[4]
+        got_batches = list(cls(data, batch_size=4))
+        handed = sum(len(b[1][0] if cls is Indexed else b[0]) for b in got_batches)
+        got = words(path)[4] - before
+        cases += 1
+        if got != want or handed != want:
+            failures += 1
+            print(f"FAIL samples through {cls.__name__}: {got} counted, {handed} handed out, "
+                  f"want {want}")
+    cases += 1
+    if len(iter(Plain(data, batch_size=4))) != 10:
+        failures += 1
+        print("FAIL a subclass returning torch's iterator no longer gets it")
+    return cases, failures
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 #include "launcher/agent/python_progress.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -36,7 +38,21 @@ TEST(PythonProgressTest, WritesTheShippedFilesAsTheyAre) {
   ASSERT_TRUE(WritePythonProgressModule(dir).ok());
   const char* source = std::getenv("ACCEL_SOURCE_DIR");  // ctest sets it (tests/CMakeLists.txt)
   ASSERT_NE(source, nullptr) << "ACCEL_SOURCE_DIR unset: run it through ctest";
-  for (const char* name : {"sitecustomize.py", "_accel_launch_progress.py"}) {
+  // Every .py file of launcher/python/ (one left out of the embed list would be missed at run
+  // time), and nothing else.
+  std::set<std::string> shipped_names;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(source) + "/launcher/python")) {
+    if (entry.path().extension() == ".py") shipped_names.insert(entry.path().filename());
+  }
+  EXPECT_TRUE(shipped_names.count("sitecustomize.py") == 1 &&
+              shipped_names.count("_accel_launch_progress.py") == 1);
+  std::set<std::string> written_names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    written_names.insert(entry.path().filename());
+  }
+  EXPECT_EQ(written_names, shipped_names);
+  for (const std::string& name : shipped_names) {
     const std::string shipped = Slurp(std::string(source) + "/launcher/python/" + name);
     ASSERT_FALSE(shipped.empty()) << name;
     EXPECT_EQ(Slurp(dir + "/" + name), shipped) << name;
