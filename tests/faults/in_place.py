@@ -142,6 +142,40 @@ def records(prefix, ranks, up_to=None, after=None):
     return {s: sorted(v) for s, v in steps.items()}, epochs
 
 
+def check_samples(rec, k, before, after, may_lack, bitwise, notes, num_steps=STEPS,
+                  num_samples=SAMPLES):
+    """The sample record against the reference's, step by step, and every completed epoch's
+    samples exactly once. `before` and `after` are (record prefix, ranks) of the world up to step
+    K and after it, for the job (`rec`) and for the reference (its own prefix). A rank of
+    `may_lack` that did not record step K (its state came from the others) has its step-K samples
+    taken from the reference's same rank, only when it recorded step K - 1 and the parameters
+    equal the reference's bit for bit (`bitwise`). `num_steps`, `num_samples`: the job's.
+    Appends to `notes`; returns (the ranks filled, the complete epochs, the epochs not trained once)."""
+    got, epochs = records(rec, before[1], up_to=k)
+    later, later_epochs = records(rec, after[1], after=k)
+    got.update(later)
+    for e, samples in later_epochs.items():
+        epochs.setdefault(e, []).extend(samples)
+    filled = [r for r in may_lack if k not in records(rec, (r,), up_to=k)[0] and
+              k - 1 in records(rec, (r,), up_to=k)[0] and bitwise]
+    if filled:
+        ref_k = records(before[0], filled, up_to=k, after=k - 1)
+        got[k] = sorted(got.get(k, []) + ref_k[0].get(k, []))
+        for e, samples in ref_k[1].items():
+            epochs.setdefault(e, []).extend(samples)
+    want = records(before[0], before[1])[0]
+    want.update(records(after[0], after[1])[0])
+    if got != want or len(got) != num_steps:
+        diff = [s for s in sorted(set(got) | set(want)) if got.get(s) != want.get(s)][:5]
+        notes.append(f"sample record differs from the reference at steps {diff} "
+                     f"({len(got)} steps recorded)")
+    complete = [e for e in sorted(epochs) if e + 1 in epochs]
+    twice_or_skipped = [e for e in complete if sorted(epochs[e]) != list(range(num_samples))]
+    if twice_or_skipped or not complete:
+        notes.append(f"epochs {twice_or_skipped} not exactly once ({len(complete)} complete)")
+    return filled, complete, twice_or_skipped
+
+
 def link(bridge, machine, up):
     subprocess.run(["ip", "-n", bridge.ns[machine], "link", "set", "eth0", "up" if up else "down"],
                    check=True, capture_output=True, timeout=30)
@@ -264,11 +298,6 @@ def trial(args, bridge, number, work_root):
         notes.append(f"param_checksum {mine} vs reference {ref} (rel {rel})")
 
     # Samples: step by step as the reference, and each completed epoch exactly once.
-    got, epochs = records(rec, range(6), up_to=k)
-    for step, samples in records(rec, range(4), after=k)[0].items():
-        got[step] = samples
-    for e, samples in records(rec, range(4), after=k)[1].items():
-        epochs.setdefault(e, []).extend(samples)
     # Step K is the last the old world completed: a rank may not have recorded it although its
     # gradients are in it. A killed rank dies between the all-reduce and its record line; a rank
     # cut off by --link_down may not see the step complete while another does (the survivors
@@ -278,23 +307,9 @@ def trial(args, bridge, number, work_root):
     # kill only the killed ranks (machine 2's: 4 and 5) may lack it: a survivor that did not
     # record step K there is a lost record, and fails.
     may_lack = range(6) if args.link_down else range(4, 6)
-    filled = [r for r in may_lack if k not in records(rec, (r,), up_to=k)[0] and
-              k - 1 in records(rec, (r,), up_to=k)[0] and diffs[0] == 0.0]
-    if filled:
-        ref_k = records(ref_rec + "6", filled, up_to=k, after=k - 1)
-        got[k] = sorted(got.get(k, []) + ref_k[0].get(k, []))
-        for e, samples in ref_k[1].items():
-            epochs.setdefault(e, []).extend(samples)
-    want = records(ref_rec + "6", range(6))[0]
-    want.update(records(ref_rec + "4", range(4))[0])
-    if got != want or len(got) != STEPS:
-        diff = [s for s in sorted(set(got) | set(want)) if got.get(s) != want.get(s)][:5]
-        notes.append(f"sample record differs from the reference at steps {diff} "
-                     f"({len(got)} steps recorded)")
-    complete = [e for e in sorted(epochs) if e + 1 in epochs]
-    twice_or_skipped = [e for e in complete if sorted(epochs[e]) != list(range(SAMPLES))]
-    if twice_or_skipped or not complete:
-        notes.append(f"epochs {twice_or_skipped} not exactly once ({len(complete)} complete)")
+    filled, complete, twice_or_skipped = check_samples(
+        rec, k, (ref_rec + "6", range(6)), (ref_rec + "4", range(4)), may_lack, diffs[0] == 0.0,
+        notes)
     ok = not notes
     summary = (f"K {k}, recovery {seconds:.2f} s (kill -> generation line), "
                f"parameters rel diff {diffs[0]}, optimizer state bitwise equal {diffs[1]}, "

@@ -22,8 +22,8 @@ import re
 import shutil
 import time
 
-from in_place import (Run, checksum, progress, records, same_tensors, tensor_rel_diff,
-                      workers)
+from in_place import (Run, check_samples, checksum, progress, same_tensors,
+                      tensor_rel_diff, workers)
 
 STEPS = 600
 SAMPLES = 720  # world 4: 30 steps of 24 per epoch; world 6: 20 steps of 36
@@ -137,32 +137,11 @@ def scale_up_trial(args, bridge, number, work_root):
         notes.append(f"param_checksum {mine} vs reference {ref} (rel {rel})")
 
     # Samples: world 4 up to K, world 6 after, step by step as the reference.
-    got, epochs = records(rec, range(4), up_to=k)
-    later, later_epochs = records(rec, range(6), after=k)
-    got.update(later)
-    for e, samples in later_epochs.items():
-        epochs.setdefault(e, []).extend(samples)
     # Step K is the newest step any rank completed: a rank aborted inside its all-reduce while
     # the others finished it did not record it, and received its state (recover()'s agreement).
-    # Its step-K samples are taken from the reference's same rank only when it recorded step
-    # K - 1 and the parameters equal the reference's bit for bit.
-    filled = [r for r in range(4) if k not in records(rec, (r,), up_to=k)[0] and
-              k - 1 in records(rec, (r,), up_to=k)[0] and diffs[0] == 0.0]
-    if filled:
-        ref_k = records(ref_rec + "4", filled, up_to=k, after=k - 1)
-        got[k] = sorted(got.get(k, []) + ref_k[0].get(k, []))
-        for e, samples in ref_k[1].items():
-            epochs.setdefault(e, []).extend(samples)
-    want = records(ref_rec + "4", range(4))[0]
-    want.update(records(ref_rec + "6", range(6))[0])
-    if got != want or len(got) != STEPS:
-        diff = [s for s in sorted(set(got) | set(want)) if got.get(s) != want.get(s)][:5]
-        notes.append(f"sample record differs from the reference at steps {diff} "
-                     f"({len(got)} steps recorded)")
-    complete = [e for e in sorted(epochs) if e + 1 in epochs]
-    twice_or_skipped = [e for e in complete if sorted(epochs[e]) != list(range(SAMPLES))]
-    if twice_or_skipped or not complete:
-        notes.append(f"epochs {twice_or_skipped} not exactly once ({len(complete)} complete)")
+    filled, complete, twice_or_skipped = check_samples(
+        rec, k, (ref_rec + "4", range(4)), (ref_rec + "6", range(6)), range(4), diffs[0] == 0.0,
+        notes, STEPS, SAMPLES)
     ok = not notes
     summary = (f"K {k}, machine 2 started -> generation line {fmt(to_line)} s, -> joiner's first "
                f"step {fmt(to_step)} s; survivors' pause {fmt(pause)} s (rank 0's recover() "
