@@ -150,7 +150,8 @@ def check_samples(rec, k, before, after, may_lack, bitwise, notes, num_steps=STE
     `may_lack` that did not record step K (its state came from the others) has its step-K samples
     taken from the reference's same rank, only when it recorded step K - 1 and the parameters
     equal the reference's bit for bit (`bitwise`). `num_steps`, `num_samples`: the job's.
-    Appends to `notes`; returns (the ranks filled, the complete epochs, the epochs not trained once)."""
+    Appends to `notes`; returns (the ranks filled, the complete epochs, the epochs not trained
+    once)."""
     got, epochs = records(rec, before[1], up_to=k)
     later, later_epochs = records(rec, after[1], after=k)
     got.update(later)
