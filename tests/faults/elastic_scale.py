@@ -36,15 +36,13 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
 
 from cluster import kill_pids, program_env  # noqa: E402
-from many_machines import Bridge, raised_backlog  # noqa: E402
-from skip import skip  # noqa: E402
+from many_machines import Bridge, run_trials  # noqa: E402
 
 # A tiny MLP (2 x 16 x 16 weights): 2N processes share 2 cores, a step is mostly communication.
 TRAIN_ARGS = ["--input-dim", "16", "--hidden", "16", "--layers", "2", "--classes", "4",
@@ -378,39 +376,18 @@ def main() -> int:
         p.error("need 3 <= --machines <= 250, --trials >= 1, --victim last|middle|1..N-1 "
                 "(machine 0 hosts the rendezvous), 1 <= --min_machines <= N-1, "
                 "--warm_steps < --steps")
-    if os.geteuid() != 0:
-        return skip(f"needs root for ip netns (euid {os.geteuid()})")
-    if shutil.which("ip") is None:
-        return skip("iproute2 missing")
-    # ctest's timeout and a person's kill end the run through the finally below (namespaces
-    # removed, the backlog restored), as ^C does.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    signal.signal(signal.SIGHUP, signal.default_int_handler)
-    bridge = Bridge(args.machines)
-    work_root = tempfile.mkdtemp(prefix="accel_scale_")
-    results = []
-    try:
-        with raised_backlog(args.backlog):
-            began = time.monotonic()
-            try:
-                bridge.up()
-            except Exception as e:  # noqa: BLE001 - any failure to build the namespaces skips
-                return skip(f"cannot create network namespaces: {e}")
-            print(f"{args.machines} namespaces up in {time.monotonic() - began:.1f} s", flush=True)
-            for t in range(1, args.trials + 1):
-                began = time.monotonic()
-                r = trial(args, bridge, t, work_root)
-                r["wall"] = time.monotonic() - began
-                left = bridge.kill_all()
-                if left:
-                    r["ok"] = False
-                    r["notes"].append(f"{left} process(es) left behind")
-                results.append(r)
-                print(f"trial {t}: {'ok' if r['ok'] else 'FAILED'} {describe(r)}"
-                      + ("; " + "; ".join(r["notes"]) if r["notes"] else ""), flush=True)
-    finally:
-        bridge.down()
-        shutil.rmtree(work_root, ignore_errors=True)
+    def one(number, bridge, work_root):
+        began = time.monotonic()
+        r = trial(args, bridge, number, work_root)
+        r["wall"] = time.monotonic() - began
+        return r["ok"], describe(r) + ("; " + "; ".join(r["notes"]) if r["notes"] else ""), r
+
+    trials = run_trials(args.machines, args.trials, "accel_scale_", one, args.backlog)
+    if isinstance(trials, int):
+        return trials
+    results = [r for _, r in trials]
+    for ok, r in trials:
+        r["ok"] = ok  # a process left behind fails the trial
     times = sorted(r["all"] for r in results if r["all"] is not None)
     summary = (f"p50 {statistics.median(times):.2f} s, max {times[-1]:.2f} s" if times else
                "no times")

@@ -31,7 +31,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import zipfile
 
@@ -39,8 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
 
 from cluster import kill_pids, program_env  # noqa: E402
-from many_machines import Bridge  # noqa: E402
-from skip import skip  # noqa: E402
+from many_machines import run_trials  # noqa: E402
 
 STEPS = 1500
 SAMPLES = 960  # divides by 6 x 8 and 4 x 8: no padding, epochs of 20 (world 6) and 30 steps
@@ -342,33 +340,19 @@ def main() -> int:
     p.add_argument("--start_timeout", type=float, default=120)
     p.add_argument("--keep", default="", help="copy the logs of failed trials here")
     args = p.parse_args()
-    if os.geteuid() != 0:
-        return skip(f"needs root for ip netns (euid {os.geteuid()})")
-    if shutil.which("ip") is None:
-        return skip("iproute2 missing")
-    bridge = Bridge(3)
-    work_root = tempfile.mkdtemp(prefix="accel_in_place_")
-    results = []
-    try:
-        try:
-            bridge.up()
-        except Exception as e:  # noqa: BLE001 - any failure to build the namespaces skips
-            return skip(f"cannot create network namespaces: {e}")
-        run = trial
-        if args.scale_up:
-            from in_place_scale_up import scale_up_trial
-            run = scale_up_trial
-        for t in range(1, args.trials + 1):
-            ok, seconds, note = run(args, bridge, t, work_root)
-            if bridge.kill_all():
-                ok = False
-                note += "; processes left behind"
-            results.append(ok)
-            print(f"trial {t}: {'ok' if ok else 'FAILED'} {seconds:.2f} s "
-                  f"(load {os.getloadavg()[0]:.1f}) {note}", flush=True)
-    finally:
-        bridge.down()
-        shutil.rmtree(work_root, ignore_errors=True)
+    run = trial
+    if args.scale_up:
+        from in_place_scale_up import scale_up_trial
+        run = scale_up_trial
+
+    def one(number, bridge, work_root):
+        ok, seconds, note = run(args, bridge, number, work_root)
+        return ok, f"{seconds:.2f} s (load {os.getloadavg()[0]:.1f}) {note}", None
+
+    trials = run_trials(3, args.trials, "accel_in_place_", one)
+    if isinstance(trials, int):
+        return trials
+    results = [ok for ok, _ in trials]
     print(f"in place: {sum(results)}/{len(results)} trials passed")
     return 0 if results and all(results) else 1
 

@@ -36,7 +36,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -44,8 +43,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from cluster import kill_pids  # noqa: E402
 from in_place import Run, workers  # noqa: E402
-from many_machines import Bridge  # noqa: E402
-from skip import skip  # noqa: E402
+from many_machines import run_trials  # noqa: E402
 
 
 
@@ -238,29 +236,14 @@ def main() -> int:
     p.add_argument("--start_timeout", type=float, default=120)
     p.add_argument("--keep", default="", help="copy the logs of failed trials here")
     args = p.parse_args()
-    if os.geteuid() != 0:
-        return skip(f"needs root for ip netns (euid {os.geteuid()})")
-    if shutil.which("ip") is None:
-        return skip("iproute2 missing")
-    bridge = Bridge(3)
-    work_root = tempfile.mkdtemp(prefix="accel_in_place_told_")
-    results = []
-    try:
-        try:
-            bridge.up()
-        except Exception as e:  # noqa: BLE001 - any failure to build the namespaces skips
-            return skip(f"cannot create network namespaces: {e}")
-        for t in range(1, args.trials + 1):
-            ok, note = trial(args, bridge, t, work_root)
-            if bridge.kill_all():
-                ok = False
-                note += "; processes left behind"
-            results.append(ok)
-            print(f"trial {t}: {'ok' if ok else 'FAILED'} (load {os.getloadavg()[0]:.1f}) {note}",
-                  flush=True)
-    finally:
-        bridge.down()
-        shutil.rmtree(work_root, ignore_errors=True)
+    def one(number, bridge, work_root):
+        ok, note = trial(args, bridge, number, work_root)
+        return ok, f"(load {os.getloadavg()[0]:.1f}) {note}", None
+
+    trials = run_trials(3, args.trials, "accel_in_place_told_", one)
+    if isinstance(trials, int):
+        return trials
+    results = [ok for ok, _ in trials]
     print(f"in place, told: {sum(results)}/{len(results)} trials passed")
     return 0 if results and all(results) else 1
 

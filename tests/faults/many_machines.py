@@ -134,6 +134,45 @@ def raised_backlog(packets: int):
                 pass
 
 
+def run_trials(machines: int, trials: int, prefix: str, one_trial, backlog: int = 0):
+    """The trial loop of the scripts that run jobs on a bridge (this one, in_place*.py,
+    elastic_scale.py): `machines` namespaces on one bridge (backlog raised: raised_backlog), then
+    `one_trial(number, bridge, work_root)` -> (ok, line, result) for each trial; a trial that left
+    a process in the namespaces fails. Prints "trial N: ok|FAILED line" per trial. Returns the
+    [(ok, result)] of every trial, or an int: the exit code of a skip (no root, no iproute2, no
+    namespaces). ctest's timeout (SIGTERM) and a person's ^C or SIGHUP end the run through the
+    same cleanup: the namespaces removed, the backlog restored."""
+    if os.geteuid() != 0:
+        return skip(f"needs root for ip netns (euid {os.geteuid()})")
+    if shutil.which("ip") is None:
+        return skip("iproute2 missing")
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    signal.signal(signal.SIGHUP, signal.default_int_handler)
+    bridge = Bridge(machines)
+    work_root = tempfile.mkdtemp(prefix=prefix)
+    results = []
+    try:
+        with raised_backlog(backlog):
+            began = time.monotonic()
+            try:
+                bridge.up()
+            except Exception as e:  # noqa: BLE001 - any failure to build the namespaces skips
+                return skip(f"cannot create network namespaces: {e}")
+            print(f"{machines} namespaces up in {time.monotonic() - began:.1f} s", flush=True)
+            for number in range(1, trials + 1):
+                ok, line, result = one_trial(number, bridge, work_root)
+                left = bridge.kill_all()
+                if left:
+                    ok = False
+                    line += f"; {left} process(es) left behind"
+                results.append((ok, result))
+                print(f"trial {number}: {'ok' if ok else 'FAILED'} {line}", flush=True)
+    finally:
+        bridge.down()
+        shutil.rmtree(work_root, ignore_errors=True)
+    return results
+
+
 def worker_pid(bridge: Bridge, machine: int, program: str):
     for pid in bridge.machine_pids(machine):
         try:
@@ -261,32 +300,15 @@ def main() -> int:
     args = p.parse_args()
     if not 2 <= args.machines <= 250 or args.trials < 1:
         p.error("need 2 <= --machines <= 250 and --trials >= 1")
-    if os.geteuid() != 0:
-        return skip(f"needs root for ip netns (euid {os.geteuid()})")
-    if shutil.which("ip") is None:
-        return skip("iproute2 missing")
-    bridge = Bridge(args.machines)
-    work_root = tempfile.mkdtemp(prefix="accel_many_")
-    results = []
-    try:
-        # Raised for the run, restored after (--backlog 0 leaves it alone): raised_backlog says why.
-        with raised_backlog(args.backlog):
-            try:
-                bridge.up()
-            except Exception as e:  # noqa: BLE001 - any failure to build the namespaces skips
-                return skip(f"cannot create network namespaces: {e}")
-            for t in range(1, args.trials + 1):
-                ok, seconds, note = trial(args, bridge, t, work_root)
-                left = bridge.kill_all()
-                if left:
-                    ok = False
-                    note += f" {left} process(es) left behind"
-                results.append(ok)
-                print(f"trial {t}: {'ok' if ok else 'FAILED'} {seconds:.2f} s "
-                      f"(load {os.getloadavg()[0]:.1f}) {note}", flush=True)
-    finally:
-        bridge.down()
-        shutil.rmtree(work_root, ignore_errors=True)
+
+    def one(number, bridge, work_root):
+        ok, seconds, note = trial(args, bridge, number, work_root)
+        return ok, f"{seconds:.2f} s (load {os.getloadavg()[0]:.1f}) {note}", None
+
+    trials = run_trials(args.machines, args.trials, "accel_many_", one, args.backlog)
+    if isinstance(trials, int):
+        return trials
+    results = [ok for ok, _ in trials]
     print(f"{args.machines} machines: {sum(results)}/{len(results)} trials named rank "
           f"{args.machines - 1} (signal 9) as the root cause on machine 0 with no machine lost")
     return 0 if all(results) else 1
