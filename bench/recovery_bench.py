@@ -107,20 +107,27 @@ def started_at(pid: int):
     return boot + ticks / os.sysconf("SC_CLK_TCK")
 
 
+def worker_env(pid: int, marker: str):
+    """The environment of process `pid` when it is a worker (RANK set) running `marker` (an
+    argument ending so), else None (also when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if not any(a.endswith(marker.encode()) for a in f.read().split(b"\0")):
+                return None
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+    except OSError:
+        return None
+    return env if b"RANK" in env else None
+
+
 def spawned(pids: list, marker: str, world: int):
     """Returns when the first of `pids` that runs `marker` (an argument ending so) as a worker of
     world `world` (its RANK and WORLD_SIZE variables) was spawned, or None."""
     times = []
     for pid in pids:
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if not any(a.endswith(marker.encode()) for a in f.read().split(b"\0")):
-                    continue
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
-        except OSError:
-            continue
-        if b"RANK" in env and env.get(b"WORLD_SIZE") == str(world).encode():
+        env = worker_env(pid, marker)
+        if env is not None and env.get(b"WORLD_SIZE") == str(world).encode():
             times.append(started_at(pid))
     times = [t for t in times if t is not None]
     return min(times) if times else None

@@ -138,23 +138,11 @@ def worker_pids(bridge: Bridge, machines, marker: str) -> dict:
     """{pid: rank} of the workers (RANK set) running `marker` on `machines`."""
     out = {}
     for m in machines:
-        for pid in machine_pids(bridge, m):
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if not any(a.endswith(marker.encode()) for a in f.read().split(b"\0")):
-                        continue
-                with open(f"/proc/{pid}/environ", "rb") as f:
-                    env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
-            except OSError:
-                continue
-            if b"RANK" in env:
+        for pid in bridge.machine_pids(m):
+            env = rb.worker_env(pid, marker)
+            if env is not None:
                 out[pid] = int(env[b"RANK"])
     return out
-
-
-def machine_pids(bridge: Bridge, machine: int) -> list:
-    return [int(p) for p in subprocess.run(["ip", "netns", "pids", bridge.ns[machine]],
-                                           capture_output=True, text=True).stdout.split()]
 
 
 def inject(fault: str, bridge: Bridge, victims: list) -> None:
@@ -205,7 +193,7 @@ def trial(side: str, fault: str, args, bridge: Bridge, port: int, work: str) -> 
         result["start_up"] = min(t for _, w, _, t in steps.rows if w == 6) - launched
         before = worker_pids(bridge, (0, 1), marker)
         time.sleep(random.uniform(0.5, 1.5))
-        victims = machine_pids(bridge, 2) if fault == "kill9" else []
+        victims = bridge.machine_pids(2) if fault == "kill9" else []
         fault_at = time.time()
         inject(fault, bridge, victims)
         first = {}  # survivor rank -> (step, time) of its first step at world 4
