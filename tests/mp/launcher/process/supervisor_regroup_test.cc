@@ -19,6 +19,7 @@
 #include "launcher/process/os_util.h"
 #include "launcher/process/supervisor.h"
 #include "tests/mp/launcher/process/supervisor_fixture.h"
+#include "tests/testing/pipes.h"
 
 namespace accel::launcher {
 namespace {
@@ -96,13 +97,7 @@ class Recorder final : public WorkerObserver {
   std::map<int, ExitStatus> exited;
 };
 
-std::string Drain(int fd) {
-  std::string out;
-  char buf[4096];
-  ::fcntl(fd, F_SETFL, O_NONBLOCK);
-  for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
-  return out;
-}
+using accel::testing::Drain;
 
 // Machine 2 of 3 (ranks 4 and 5) goes on as machine 1 of 2 after machine 1 left: its workers are
 // ranks 2 and 3 from the regroup on. Each prints a line before and after it; local rank 1 then

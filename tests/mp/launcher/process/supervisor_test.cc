@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "launcher/process/os_util.h"
 #include "tests/mp/launcher/process/supervisor_fixture.h"
+#include "tests/testing/pipes.h"
 
 namespace accel::launcher {
 namespace {
@@ -29,13 +30,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::string Drain(int fd) {
-  std::string out;
-  char buf[4096];
-  ::fcntl(fd, F_SETFL, O_NONBLOCK);
-  for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
-  return out;
-}
+using accel::testing::Drain;
 
 // The descriptors of this process that a child would inherit (no FD_CLOEXEC).
 std::set<int> InheritableFds() {

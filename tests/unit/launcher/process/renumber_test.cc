@@ -20,6 +20,7 @@
 #include "launcher/process/hang.h"
 #include "launcher/process/output.h"
 #include "launcher/process/subprocess.h"
+#include "tests/testing/pipes.h"
 
 namespace accel::launcher {
 namespace {
@@ -49,13 +50,7 @@ std::vector<std::vector<int>> LeaveSequences() {
   return out;
 }
 
-std::string Drain(int fd) {
-  std::string out;
-  char buf[4096];
-  ::fcntl(fd, F_SETFL, O_NONBLOCK);
-  for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
-  return out;
-}
+using accel::testing::Drain;
 
 void Write(const UniqueFd& fd, const std::string& text) {
   ASSERT_EQ(::write(fd.get(), text.data(), text.size()), static_cast<ssize_t>(text.size()));
