@@ -18,6 +18,7 @@ import faulthandler
 import json
 import os
 import sys
+import tempfile
 import time
 
 import torch
@@ -54,8 +55,10 @@ def main():
     if "MASTER_ADDR" in os.environ:
         dist.init_process_group("gloo")
     else:  # one process: the launcher sets no rendezvous; DDP over gloo with itself
-        dist.init_process_group("gloo", init_method=f"file://{os.path.abspath('.blocks_store')}"
-                                f"{os.getpid()}", world_size=1, rank=0)
+        # the file store in a private temporary directory, removed at exit (not the cwd)
+        store_dir = tempfile.TemporaryDirectory(prefix="accel_blocks_")
+        dist.init_process_group("gloo", init_method=f"file://{store_dir.name}/store",
+                                world_size=1, rank=0)
     switch = module_switch()
 
     data_args = argparse.Namespace(seed=0, input_dim=d, classes=c, samples=64 * b * world,
