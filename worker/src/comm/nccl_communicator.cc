@@ -88,12 +88,20 @@ ncclRedOp_t NcclOp(ReduceOp op) {
   return ncclSum;
 }
 
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
+constexpr ncclResult_t kNcclInProgress = ncclInProgress;
+#else
+// NCCL before 2.14 has no non-blocking calls and no ncclInProgress: nothing returns this value
+// (the next free one), so the waits below end at once.
+constexpr ncclResult_t kNcclInProgress = static_cast<ncclResult_t>(ncclInvalidUsage + 2);
+#endif
+
 // Waits for a non-blocking communicator to leave ncclInProgress (init, enqueue), up to deadline
-// or until `*abort` is raised (then returns ncclInProgress too).
+// or until `*abort` is raised (then returns kNcclInProgress too).
 ncclResult_t WaitInProgress(ncclComm_t comm, ncclResult_t result, Clock::time_point deadline,
                             const std::atomic<bool>* abort = nullptr) {
-  while (result == ncclInProgress) {
-    if (Clock::now() >= deadline || (abort != nullptr && abort->load())) return ncclInProgress;
+  while (result == kNcclInProgress) {
+    if (Clock::now() >= deadline || (abort != nullptr && abort->load())) return kNcclInProgress;
     std::this_thread::sleep_for(std::chrono::microseconds(100));
     if (ncclCommGetAsyncError(comm, &result) != ncclSuccess) return ncclInternalError;
   }
@@ -227,7 +235,7 @@ class NcclCommunicator : public Communicator {
       if (aborted_) throw Error(op, Subject(), "communicator was aborted while waiting");
       ncclResult_t async = ncclSuccess;
       if (ncclCommGetAsyncError(comm_, &async) != ncclSuccess ||
-          (async != ncclSuccess && async != ncclInProgress)) {
+          (async != ncclSuccess && async != kNcclInProgress)) {
         Fail(op, async, "asynchronous error");
       }
       if (Clock::now() >= deadline) {
@@ -295,14 +303,16 @@ std::unique_ptr<Communicator> MakeNcclCommunicator(Kv* kv, const GroupSpec& spec
   ncclResult_t r = ncclCommInitRankConfig(&comm, spec.size, id, spec.rank, &config);
   if (comm != nullptr) r = WaitInProgress(comm, r, deadline);
 #else
+  // A blocking init: the deadline cannot bound it (the launcher's hang watch does).
+  static_cast<void>(deadline);
   ncclResult_t r = ncclCommInitRank(&comm, spec.size, id, spec.rank);
 #endif
   if (r != ncclSuccess) {
     if (comm != nullptr) ncclCommAbort(comm);
     throw Error("connect nccl", subject,
-                r == ncclInProgress ? "deadline of " + std::to_string(spec.timeout.count()) +
-                                          " ms exceeded waiting for peers"
-                                    : std::string(ncclGetErrorString(r)));
+                r == kNcclInProgress ? "deadline of " + std::to_string(spec.timeout.count()) +
+                                           " ms exceeded waiting for peers"
+                                     : std::string(ncclGetErrorString(r)));
   }
   try {
     return std::make_unique<NcclCommunicator>(comm, spec.rank, spec.size, device_index);

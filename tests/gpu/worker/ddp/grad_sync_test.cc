@@ -105,7 +105,7 @@ TEST(GpuGradSyncTest, BucketsWaitForGradientsMadeOnAUserStream) {
   auto backward = [&](const at::Tensor& x, bool synced) {
     at::Tensor loss = model->forward(x).square().mean();
     if (synced) at::cuda::sleep(400 * 1000 * 1000);  // ~0.2 s of device time on the user stream
-    sync.BeginBackward(synced);
+    sync.BeginBackward(synced, loss);                // the graph walk starts at the loss
     loss.backward();
     sync.EndBackward();
   };
