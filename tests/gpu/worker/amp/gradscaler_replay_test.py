@@ -4,8 +4,9 @@
 GpuAcceleratorTest.Fp16ScalerSequenceIsRecorded trains a real fp16 model with libaccel on the
 GPU (natural overflows, growth, three injected infs) and writes one line per optimizer step:
 "step injected stepped scale_after". This test gives GradScaler, built with the same options, a
-gradient that is finite where libaccel stepped and holds an inf where it skipped, calls
-scaler.step() and scaler.update() exactly as a PyTorch AMP loop does, and requires that
+gradient that is finite where libaccel stepped and holds an inf where it skipped, through
+scaler.scale(loss).backward(), scaler.step() and scaler.update() exactly as a PyTorch AMP loop
+does (torch 1.13 through 2.11), and requires that
 GradScaler skips the same steps and ends every step with the same scale (exact float32 equality).
 So the overflow decisions come from libaccel's fused check; what is compared is what follows
 from them: skip or step, backoff, the growth interval's count, growth.
@@ -54,10 +55,14 @@ def main():
     opt = torch.optim.SGD([param], lr=1.0)
     mismatches = []
     for step, injected, stepped, scale_after in rows:
-        grad = torch.full((4,), scaler.get_scale(), device="cuda")
+        # An AMP loop's iteration: scaler.scale(loss).backward(), so the gradient is the scale
+        # times d(loss)/d(param) = weight: finite where libaccel stepped, inf where it skipped.
+        # (torch 2.x refuses scaler.step() without a scaler.scale() first: "_scale is None".)
+        weight = torch.ones(4, device="cuda")
         if not stepped:
-            grad[1] = float("inf")
-        param.grad = grad
+            weight[1] = float("inf")
+        opt.zero_grad(set_to_none=True)
+        scaler.scale((param * weight).sum()).backward()
         before = param.detach().clone()
         scaler.step(opt)
         ours_stepped = int(not torch.equal(before, param.detach()))
