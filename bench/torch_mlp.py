@@ -107,10 +107,58 @@ def parse_args():
     p.add_argument("--optimizer", choices=["adamw", "sgd"], default="adamw")
     p.add_argument("--foreach", choices=["default", "on", "off"], default="default",
                    help="the optimizer's multi-tensor path; off = per parameter, like LibTorch")
+    p.add_argument("--cuda-graph", action="store_true",
+                   help="one process on a GPU: capture the whole step (forward, backward, SGD) "
+                        "in a CUDA graph and replay it, with a static loss scale: an upper "
+                        "bound for the step, not a peer (no overflow check, no skip)")
     a = p.parse_args()
     if not 0 <= a.warmup < a.steps:
         p.error("--warmup must be in [0, --steps)")
+    if a.cuda_graph and (not torch.cuda.is_available() or a.grad_accum != 1
+                         or int(os.environ.get("WORLD_SIZE", "1")) != 1):
+        p.error("--cuda-graph needs a GPU, one process and --grad-accum 1")
     return a
+
+
+def graphed_step(a, model, opt, batches, autocast):
+    """Returns one_step() replaying a CUDA graph of the step (the static-shape upper bound).
+
+    The recipe of PyTorch's "whole network capture": warm-up on a side stream, gradients set to
+    None before capture so backward allocates them from the graph's pool, then each replay
+    overwrites them. The loss is multiplied by a static scale and the learning rate divided by
+    it, which is SGD on the unscaled gradient without an unscale kernel."""
+    scale = 1024.0 if a.precision == "fp16" else 1.0
+    for group in opt.param_groups:
+        group["lr"] = a.lr / scale
+    x0, y0 = next(batches)
+    static_x, static_y = x0.clone(), y0.clone()
+
+    def eager():
+        with autocast():
+            loss = F.cross_entropy(model(static_x), static_y)
+        (loss * scale).backward()
+        opt.step()
+        return loss
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            eager()
+    torch.cuda.current_stream().wait_stream(side)
+    opt.zero_grad(set_to_none=True)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_loss = eager()
+
+    def one_step():
+        x, y = next(batches)
+        static_x.copy_(x)
+        static_y.copy_(y)
+        graph.replay()
+        return static_loss.detach()
+    return one_step
 
 
 def main():
@@ -163,6 +211,8 @@ def main():
         opt.zero_grad(set_to_none=True)
         return loss.detach() * a.grad_accum
 
+    if a.cuda_graph:
+        one_step = graphed_step(a, model, opt, batches, autocast)
     # As in train.bin: --steps counts every optimizer step, the first --warmup are not timed.
     first_loss = float(one_step())
     for _ in range(1, a.warmup):

@@ -152,7 +152,7 @@ def build_summary(a):
         "bench": None if bench is None else {k: bench.get(k) for k in (
             "sizes", "rounds", "error", "median_samples_per_sec", "first_loss",
             "first_losses_agree", "fp16_vs_torch_amp", "fp32_vs_torch_fp32",
-            "train_fp16_over_fp32", "torch_fp16_over_fp32", "goals")},
+            "train_fp16_over_fp32", "torch_fp16_over_fp32", "goals", "main_job")},
     }
 
 
@@ -191,6 +191,20 @@ def print_table(s):
               f"{b['first_losses_agree']}")
         if b.get("error"):
             print(f"bench: {b['error']}")
+    mj = (b or {}).get("main_job")
+    if mj:
+        m = mj["median_samples_per_sec"]
+        busy = mj.get("gpu_busy_percent")
+        print(f"\nREADME main job's shape ({mj['rounds']} alternating rounds, medians, samples/s): "
+              f"train.bin {fmt(m['train.bin'], '.0f', '')} | torch AMP eager "
+              f"{fmt(m['torch AMP eager'], '.0f', '')} | torch CUDA graph (bound) "
+              f"{fmt(m['torch CUDA graph'], '.0f', '')}")
+        print(f"train.bin / AMP eager {fmt(mj['vs_torch_amp_eager'])} (goal >= 5.00x); of the "
+              f"graph bound {fmt(mj['of_cuda_graph_bound'])} (goal >= 0.50x); GPU busy during "
+              f"the main job {fmt(busy, '.0f', ' %')} (goal >= 60 %)"
+              f"{' (' + mj['gpu_busy_error'] + ')' if mj.get('gpu_busy_error') else ''}")
+        if mj.get("error"):
+            print(f"main job bench: {mj['error']}")
     if s["dry_run"]:
         print("\nDRY RUN: no GPU seen. Nothing here was verified on a GPU; the timings are CPU.")
     for p in s["problems"][:15]:
