@@ -25,6 +25,7 @@
 #include "examples/progress_view.h"
 #include "examples/train_flags.h"
 #include "examples/train_schedule.h"
+#include "examples/train_trace.h"
 
 namespace accel::examples {
 namespace {
@@ -88,6 +89,16 @@ double ParamChecksum(torch::nn::Module& model) {
   for (const auto& p : model.parameters())
     sum += p.detach().to(torch::kFloat64).sum().item<double>();
   return sum;
+}
+
+// The parameters' bytes hashed in order (--trace): equal on two replicas only when bitwise equal.
+std::uint64_t ParamHash(torch::nn::Module& model) {
+  std::uint64_t hash = kFnvOffset;
+  for (const auto& p : model.parameters()) {
+    const auto t = p.detach().to(torch::kCPU).contiguous();
+    hash = Fnv1a(t.data_ptr(), static_cast<std::size_t>(t.numel()) * t.element_size(), hash);
+  }
+  return hash;
 }
 
 // Options from the environment, overridden by the flags that are libaccel settings.
@@ -265,6 +276,13 @@ RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job) {
                         acc.step_count());
   SampleRecord record(flags.sample_record, acc.process_index());
   StepTimes times(flags.step_times, acc.process_index());
+  TrainTrace trace(flags.trace, static_cast<int>(getpid()));
+  auto at = [&] {
+    return TracePoint{acc.generation(), acc.num_processes(), acc.process_index(), acc.step_count(),
+                      job.loader.sampler().epoch()};
+  };
+  auto hash = [&] { return trace.enabled() ? ParamHash(*job.model) : 0; };
+  trace.Start(at(), static_cast<int>(getpid()), hash());
   RunResult result;
   double last_loss = 0;
   auto sample = [&] {
@@ -282,6 +300,14 @@ RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job) {
         for (const auto& batch : job.loader) {
           const bool last_batch = ++batch_index == batches;
           record.Fetched(job.loader.last_indices());
+          if (trace.enabled()) {
+            const auto& s = job.loader.sampler();
+            const auto& indices = job.loader.last_indices();
+            trace.Fetch(at(), indices,
+                        TrainTrace::Padding(s.dataset_size(), s.start(), s.num_replicas(), s.rank(),
+                                            (batch_index - 1) * job.loader.batch_size(),
+                                            static_cast<std::int64_t>(indices.size())));
+          }
           auto sync = acc.accumulate(job.model);
           auto loss = acc.autocast([&] {
             return torch::nn::functional::cross_entropy(job.model->forward(batch.data),
@@ -293,6 +319,8 @@ RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job) {
           if (!sync.sync_gradients()) continue;
           const std::int64_t step = acc.step_count();
           times.Line("step", step, acc);
+          const bool traced = flags.trace_params_every > 0 && step % flags.trace_params_every == 0;
+          trace.Step(at(), traced, traced ? hash() : 0);
           record.Completed(epoch, step);
           const bool warmup_end = flags.warmup > 0 && step == flags.warmup;
           const bool last = done() || (flags.steps == 0 && last_batch && epoch + 1 == flags.epochs);
@@ -315,12 +343,15 @@ RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job) {
       break;
     } catch (const Error&) {
       record.Dropped();
+      trace.Error(at());
       if (!acc.recover()) throw;  // not an elastic membership change: fail as before
+      trace.Regroup(at(), hash());
       times.Line("generation", acc.generation(), acc);
       throughput.Restart(acc.step_count());
     }
   }
   if (!flags.step_times.empty()) times.Final(acc, ParamChecksum(*job.model));
+  trace.End(at(), hash());
   result.last = sample();
   if (acc.is_main_process()) progress.Finish(result.last);
   return result;

@@ -46,6 +46,12 @@ std::string TrainUsage() {
                              step to PATH.<its rank at start> (T: seconds since the epoch, when
                              the step returned; benchmarks: bench/recovery_bench_libaccel.py),
                              and at the end "final S world W rank R time T param_checksum C"
+  --trace PATH               each process appends to PATH.<its pid> a line per fetched batch
+                             (step, generation, epoch, rank, its samples), per completed step
+                             (time), per start and per membership change (step, world and a
+                             hash of its parameters, bit for bit): examples/train_trace.h
+  --trace-params-every N     --trace: the parameter hash on every Nth step line too (default 0:
+                             at the start, every membership change and the end only)
   --warmup N                 steps left out of samples/s (default 0)
   --seed N                   data, teacher and init seed (default 0)
   --no-overlap               all-reduce after backward instead of during it (benchmarks)
@@ -102,6 +108,8 @@ std::optional<TrainFlags> ParseTrainFlags(const std::vector<std::string>& args,
       {"checkpoint-dir", str(&flags.checkpoint_dir)},
       {"sample-record", str(&flags.sample_record)},
       {"step-times", str(&flags.step_times)},
+      {"trace", str(&flags.trace)},
+      {"trace-params-every", num(&flags.trace_params_every)},
       {"save-every", num(&flags.save_every)},
       {"warmup", num(&flags.warmup)},
       {"seed", num(&flags.seed)},
@@ -166,6 +174,9 @@ std::optional<TrainFlags> ParseTrainFlags(const std::vector<std::string>& args,
   if (flags.steps < 0) problems << "train.bin: --steps must not be negative\n";
   if (flags.warmup < 0 || (flags.steps > 0 && flags.warmup >= flags.steps)) {
     problems << "train.bin: --warmup must be in [0, --steps), got " << flags.warmup << "\n";
+  }
+  if (flags.trace_params_every < 0) {
+    problems << "train.bin: --trace-params-every must not be negative\n";
   }
   if (flags.log_every < 0) problems << "train.bin: --log-every must not be negative\n";
   if (flags.lr <= 0) problems << "train.bin: --lr must be positive\n";

@@ -26,6 +26,8 @@ struct TrainFlags {
   std::string checkpoint_dir;
   std::string sample_record;  // PATH: "epoch step index..." per completed step to PATH.<rank>
   std::string step_times;     // PATH: "step S world W rank R time T" per completed step
+  std::string trace;          // PATH: every step, regroup and samples to PATH.<pid> (train_trace.h)
+  std::int64_t trace_params_every = 0;  // --trace: parameter hash every N steps too; 0: changes
   bool resume = false;
   std::int64_t save_every = 0;  // optimizer steps between checkpoints; 0 = only at the end
   std::int64_t warmup = 0;      // steps excluded from samples/s
