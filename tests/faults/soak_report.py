@@ -71,8 +71,3 @@ def row(r: dict, meta: dict, bad: list, commit: str) -> str:
             f"{fmt(r['lost_steps_p50'], '')}/{fmt(r['lost_steps_p99'], '')} | "
             f"{'pass' if not bad else 'FAIL: ' + '; '.join(bad)[:300]} |")
 
-
-HEADER = ("| date (UTC) | commit | seed | machines (MIN) | min | load | faults executed | job "
-          "ends | samples lost/repeated (epochs) | steps twice | replica mismatches | effective "
-          "training time | recoveries | pause p50/p99 | fault -> step p50/p99 | steps lost "
-          "p50/p99 | verdict |\n|" + "---|" * 17)
