@@ -13,7 +13,7 @@ import re
 import subprocess
 import sys
 
-COMMANDS = ["launch", "config", "env", "status", "report", "preflight"]
+COMMANDS = ["launch", "config", "env", "status", "report", "preflight", "token"]
 CONFIG_SUBCOMMANDS = ["default", "validate"]
 
 
@@ -154,7 +154,7 @@ def completion(binary):
                 if value:
                     value_options.update(names)
         for word in re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", help_text(binary, command)
-                               if command == "report" else ""):
+                               if command in ("report", "token") else ""):
             spellings.append(word)
         words[command] = sorted(set(spellings))
     lines = [

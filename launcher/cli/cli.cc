@@ -14,6 +14,7 @@
 #include "launcher/commands/questionnaire.h"
 #include "launcher/commands/report_command.h"
 #include "launcher/commands/status_command.h"
+#include "launcher/commands/token_command.h"
 #include "launcher/commands/token_file.h"
 #include "launcher/config/resolve.h"
 #include "launcher/config/schema.h"
@@ -35,6 +36,7 @@ constexpr char kUsage[] =
     "                                                      every rank of a running job\n"
     "       accel-launch report LOG_DIR [--output PNG]     heat map of the ranks' step times\n"
     "       accel-launch preflight [options]               measure the links between machines\n"
+    "       accel-launch token [FILE] [--force]            write a random 256-bit token file\n"
     "       accel-launch --version\n"
     "Every config key is also an option (--num_processes 2, --mixed_precision fp16, ...);\n"
     "`accel-launch launch --help` lists them all.\n";
@@ -380,6 +382,8 @@ int RunCli(const std::vector<std::string>& args, const CliContext& context) {
   if (first == "status") return StatusCommand(Tail(args, 1), context);
   if (first == "report") return ReportCommand(Tail(args, 1), context);
   if (first == "preflight") return PreflightCommand(Tail(args, 1), context);
+  if (first == "token")
+    return RunTokenCommand(Tail(args, 1), context.env, *context.out, *context.err);
   return Launch(args, context);
 }
 

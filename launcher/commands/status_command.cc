@@ -145,8 +145,9 @@ int RunStatusCommand(const StatusRequest& request, std::ostream& out, std::ostre
     const absl::Status& s = stored.status();
     err << "accel-launch status: run " << job->run_id << " at " << job->store_endpoint << ": "
         << (absl::IsUnauthenticated(s)
-                ? "refused: wrong or missing token (give the job's token with ACCEL_RDZV_TOKEN "
-                  "or --rdzv_token_file)"
+                ? absl::StrCat("refused: ", s.message(),
+                               " (give the job's token with ACCEL_RDZV_TOKEN or "
+                               "--rdzv_token_file)")
             : absl::IsNotFound(s) ? "no status published yet (still joining, or status_interval 0)"
                                   : std::string(s.message()))
         << "\n";

@@ -14,6 +14,7 @@
 #include "common/safe_open.h"
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
+#include "rendezvous/grpc/token_strength.h"
 
 namespace accel::rendezvous {
 namespace {
@@ -44,15 +45,13 @@ absl::StatusOr<std::string> GenerateToken() {
 }
 
 absl::Status CheckTokenStrength(const std::string& token, const std::string& where) {
-  std::set<char> distinct(token.begin(), token.end());
-  if (token.size() >= kMinTokenChars && distinct.size() >= kMinTokenDistinct) {
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "the token in ", where, " is too weak (", token.size(), " characters, ", distinct.size(),
-      " different; at least ", kMinTokenChars, " and ", kMinTokenDistinct,
-      " are needed): `accel-launch config` writes a strong one, or run "
-      "(umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' > FILE)"));
+  const double bits = EstimateTokenBits(token);
+  if (bits >= kMinTokenBits) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "the token in %s is too weak: about %.0f bits of entropy by its length, alphabet and "
+      "repeats (at least %.0f are needed; anyone who can reach the rendezvous could guess a "
+      "weaker one); run `accel-launch token` to write a random 256-bit token file",
+      where, bits, kMinTokenBits));
 }
 
 absl::StatusOr<TokenFile> ReadTokenFile(const std::string& path) {

@@ -19,13 +19,9 @@ namespace accel::rendezvous {
 // Returns a fresh token: RandomHex(32) (common/random.h), 64 lowercase hex characters.
 absl::StatusOr<std::string> GenerateToken();
 
-// The least a token the user supplies must have: kMinTokenChars characters, kMinTokenDistinct of
-// them different (GenerateToken's 64 hex characters pass; "secret" or 40 times "a" do not).
-inline constexpr std::size_t kMinTokenChars = 32;
-inline constexpr std::size_t kMinTokenDistinct = 8;
-
-// Returns OK when `token` is strong enough by the rule above; else INVALID_ARGUMENT naming
-// `where` it came from and how to make a good one.
+// Returns OK when `token` is strong enough: at least kMinTokenBits by EstimateTokenBits
+// (token_strength.h; GenerateToken's tokens are 256 bits); else INVALID_ARGUMENT naming `where`
+// it came from and `accel-launch token`, which writes a good one.
 absl::Status CheckTokenStrength(const std::string& token, const std::string& where);
 
 // A token read from a file.

@@ -1,6 +1,12 @@
 #include "rendezvous/grpc/transport.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/absl_view.h"
 #include "common/status_macros.h"
 #include "rendezvous/grpc/auth.h"
@@ -47,9 +53,39 @@ std::string MetadataToken(Transport transport, const std::string& token) {
   return transport == Transport::kUnixSocket || transport == Transport::kPlaintext ? token : "";
 }
 
+absl::Status CheckPrivateSocket(std::string_view endpoint) {
+  const std::string path(endpoint.substr(std::string_view("unix:").size()));
+  const std::size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("rendezvous socket directory ", dir));
+  }
+  const bool private_dir =
+      S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 077) == 0;
+  if (private_dir && ::lstat(path.c_str(), &st) == 0 &&
+      (!S_ISSOCK(st.st_mode) || st.st_uid != ::geteuid())) {
+    return absl::PermissionDeniedError(absl::StrFormat(
+        "the rendezvous socket %s is not a socket of yours (owner uid %d): refusing to send the "
+        "job's token to it",
+        path, st.st_uid));
+  }
+  if (!private_dir) {
+    return absl::PermissionDeniedError(absl::StrFormat(
+        "the rendezvous socket %s lies in %s, which is not a private directory of yours (owner "
+        "uid %d, mode %04o; a job's socket directory is its launcher's, mode 0700): refusing to "
+        "send the job's token there (another user may have taken the name after the job ended)",
+        path, dir, st.st_uid, st.st_mode & 07777));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ClientCredentials(
     std::string_view endpoint, const TransportSecurity& security, grpc::ChannelArguments& args) {
   const Transport transport = ClientTransport(endpoint, security);
+  if (transport == Transport::kUnixSocket && !security.token.empty()) {
+    if (absl::Status mine = CheckPrivateSocket(endpoint); !mine.ok()) return mine;
+  }
   if (transport == Transport::kUnixSocket || transport == Transport::kPlaintext) {
     return grpc::InsecureChannelCredentials();
   }

@@ -55,9 +55,16 @@ std::string TransportName(Transport transport);
 // "" otherwise (TLS with a certificate from the token proves it instead).
 std::string MetadataToken(Transport transport, const std::string& token);
 
+// Returns OK when the Unix socket of `endpoint` ("unix:PATH") lies in a directory of this user's
+// that nobody else may enter, and is (if it exists yet) a socket of this user's: a client sends
+// the token in each call's metadata there, so a name another user took after the job ended (pid
+// reuse, a stale job file) must not receive it. PERMISSION_DENIED saying why, else the lstat
+// error.
+absl::Status CheckPrivateSocket(std::string_view endpoint);
+
 // Returns the credentials of a client channel to `endpoint`, adding to `args` what they need
 // (the target name every token leaf certifies). The user's CA file's read error; INTERNAL when
-// the token's certificates cannot be made.
+// the token's certificates cannot be made; CheckPrivateSocket's refusal for a Unix socket.
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ClientCredentials(
     std::string_view endpoint, const TransportSecurity& security, grpc::ChannelArguments& args);
 

@@ -87,7 +87,8 @@ TEST_F(LaunchTest, RendezvousTimeoutIsARendezvousFailureAndNamesTheMissingMachin
       {kLauncher, "--use_cpu", "--num_machines=2", "--num_processes=2", "--machine_rank=0",
        "--main_process_ip=127.0.0.1", "--main_process_port=" + std::to_string(*port),
        "--rdzv_timeout=1", kFake, "--pid_dir=" + dir_},
-      {"ACCEL_RDZV_TOKEN=mp-test-token-0123456789abcdef-0123"}, absl::Seconds(30));
+      {"ACCEL_RDZV_TOKEN=29c153869eac0472aa7ba937cb1330f4a354471e6c9744863a0cbf0207588133"},
+      absl::Seconds(30));
   EXPECT_EQ(r.exit_code, kExitRendezvous) << r.err;
   EXPECT_THAT(r.err, HasSubstr("join rendezvous at " + endpoint));
   EXPECT_THAT(r.err, HasSubstr("missing machine_rank 1"));
@@ -100,11 +101,12 @@ TEST_F(LaunchTest, RendezvousTimeoutIsARendezvousFailureAndNamesTheMissingMachin
 TEST_F(LaunchTest, AServerThatCannotBindMainProcessIpSaysItListensEverywhere) {
   auto port = PickFreePort("");
   ASSERT_TRUE(port.ok()) << port.status();
-  RunResult r =
-      RunCommand({kLauncher, "--use_cpu", "--num_machines=2", "--num_processes=2",
-                  "--machine_rank=0", "--main_process_ip=192.0.2.1",
-                  "--main_process_port=" + std::to_string(*port), "--rdzv_timeout=1", kFake},
-                 {"ACCEL_RDZV_TOKEN=mp-test-token-0123456789abcdef-0123"}, absl::Seconds(30));
+  RunResult r = RunCommand(
+      {kLauncher, "--use_cpu", "--num_machines=2", "--num_processes=2", "--machine_rank=0",
+       "--main_process_ip=192.0.2.1", "--main_process_port=" + std::to_string(*port),
+       "--rdzv_timeout=1", kFake},
+      {"ACCEL_RDZV_TOKEN=29c153869eac0472aa7ba937cb1330f4a354471e6c9744863a0cbf0207588133"},
+      absl::Seconds(30));
   EXPECT_EQ(r.exit_code, kExitRendezvous) << r.err;
   EXPECT_THAT(r.err, HasSubstr("rendezvous server: listening on 0.0.0.0:" + std::to_string(*port) +
                                ", every interface of this machine, because main_process_ip "

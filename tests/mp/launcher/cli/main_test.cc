@@ -263,7 +263,8 @@ TEST_F(CliBinaryTest, ValidateChecksTheTokenAsLaunchDoes) {
   Result none = Run("config validate " + two);
   EXPECT_EQ(none.code, kExitUsage) << none.err;
   EXPECT_THAT(none.err, HasSubstr("needs a rendezvous token"));
-  const std::string token = dir_.Write("token", "0123456789abcdef0123456789abcdef\n");
+  const std::string token =
+      dir_.Write("token", "4a2b99319c7a1ba6d77ea137a9eaa130163d14ac0c556ba42fe63bc54bdcd24b\n");
   const std::string weak = dir_.Write("weak", "t0ken\n");
   ASSERT_EQ(::chmod(token.c_str(), 0644), 0);
   ASSERT_EQ(::chmod(weak.c_str(), 0600), 0);
@@ -277,6 +278,7 @@ TEST_F(CliBinaryTest, ValidateChecksTheTokenAsLaunchDoes) {
     Result short_token = Run(command + two + " --rdzv_token_file " + weak + program);
     EXPECT_EQ(short_token.code, kExitUsage) << short_token.err;
     EXPECT_THAT(short_token.err, HasSubstr("too weak"));
+    EXPECT_THAT(short_token.err, HasSubstr("accel-launch token"));
   }
   ASSERT_EQ(::chmod(token.c_str(), 0600), 0);
   Result safe = Run("config validate " + two + " --rdzv_token_file " + token + " --strict");

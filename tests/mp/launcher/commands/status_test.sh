@@ -64,6 +64,49 @@ rc=0; out=$(ACCEL_RDZV_TOKEN=wrong "$launcher" status "$run_dir" 2>&1) || rc=$?
 
 wait "$job" || fail "the job failed"
 job=
+
+# After the job: its socket's name taken by another user (here: a directory of uid 65534's, a
+# listener recording every byte), and a job file that still names a live process of ours (pid
+# reuse). status must refuse before it sends anything: the token travels in each call's metadata
+# on a Unix socket.
+rm -rf "$socket_dir"
+mkdir -m 755 "$socket_dir"
+chown 65534 "$socket_dir"
+python3 - "${endpoint#unix:}" "$work/squatter.log" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(8)
+s.settimeout(15)
+with open(sys.argv[2], "wb") as log:
+    while True:
+        try:
+            c, _ = s.accept()
+        except OSError:
+            break
+        c.settimeout(2)
+        try:
+            while data := c.recv(4096):
+                log.write(data)
+                log.flush()
+        except OSError:
+            pass
+PY
+squatter=$!
+for _ in $(seq 50); do [[ -S ${endpoint#unix:} ]] && break; sleep 0.1; done
+stale=$work/stale
+mkdir -m 700 "$stale"
+sed "s/^launcher_pid=.*/launcher_pid=$$/" "$run_dir/job" >"$stale/job"
+(umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$stale/token")
+chmod 600 "$stale/job"
+rc=0; out=$(env -u ACCEL_RDZV_TOKEN "$launcher" status "$stale" 2>&1) || rc=$?
+kill "$squatter" 2>/dev/null || true
+wait "$squatter" 2>/dev/null || true
+rm -rf "$socket_dir"
+[[ $rc -ne 0 && $out == *"not a private directory of yours"* ]] ||
+  fail "status sent its query to a socket another user took: exit $rc, '$out'"
+[[ ! -s $work/squatter.log ]] || fail "the squatter received $(wc -c <"$work/squatter.log") bytes"
+echo "a socket name taken by another user: refused before anything was sent ($out)"
 [[ -s $run_dir/step_times.csv ]] || fail "no step_times.csv"
 report=$("$launcher" report "$work/logs") || fail "report failed: $report"
 echo "$report"

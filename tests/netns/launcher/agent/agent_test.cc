@@ -98,8 +98,10 @@ class NetnsTest : public ::testing::Test {
         argv.insert(argv.end(), options.begin(), options.end());
         if (m == 1) argv.insert(argv.end(), machine1.begin(), machine1.end());
         argv.insert(argv.end(), program.begin(), program.end());
-        results[m] = RunCommand(argv, {"ACCEL_RDZV_TOKEN=netns-test-token-0123456789abcdef"},
-                                absl::Seconds(60));
+        results[m] = RunCommand(
+            argv,
+            {"ACCEL_RDZV_TOKEN=5d70184973ba5a30e3106e43001a6ba1d491bf76a9b263744ccdea3acec4bb5e"},
+            absl::Seconds(60));
       });
     }
     if (meanwhile) meanwhile();

@@ -15,8 +15,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-constexpr char kFromFile[] = "from-file-0123456789abcdef-0123456789";
-constexpr char kFromEnv[] = "from-env-0123456789abcdef-0123456789";
+constexpr char kFromFile[] = "a50e0d983d4a23fe178306068bf5a1e8dd75c27461b81a33605dd880c664f868";
+constexpr char kFromEnv[] = "4fc09932486842a616ca8480787a6727f5d9c699e1c2bc648526841172eaf863";
 
 class RendezvousTokenTest : public ::testing::Test {
  protected:
@@ -93,6 +93,11 @@ TEST_F(RendezvousTokenTest, AnUnsafeTokenFileOrAWeakTokenIsRefused) {
   absl::StatusOr<RendezvousToken> weak = FindRendezvousToken(config_, /*dry_run=*/false);
   EXPECT_EQ(weak.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(weak.status().message(), HasSubstr("ACCEL_RDZV_TOKEN is too weak"));
+  // Long enough for a character count, made up all the same: refused, with the command to run.
+  ::setenv("ACCEL_RDZV_TOKEN", "password-password-password-passw", 1);
+  weak = FindRendezvousToken(config_, /*dry_run=*/false);
+  EXPECT_EQ(weak.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(weak.status().message(), HasSubstr("accel-launch token"));
 }
 
 }  // namespace

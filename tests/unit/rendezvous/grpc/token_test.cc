@@ -23,7 +23,7 @@ TEST(TokenTest, GeneratedTokensAreLongHexAndDistinct) {
   EXPECT_NE(*a, *b);
 }
 
-constexpr char kStrong[] = "0123456789abcdef0123456789abcdef";  // 32 characters, 16 different
+constexpr char kStrong[] = "9f1c27e0b4d85a63c2e97f10d84b5a3e6f0c92d7b1e48a5c";  // 48 hex: 192 bits
 
 TEST(TokenTest, ReadTokenFileTakesTheFirstLineAndRefusesEmptyOrMissingFiles) {
   testing::TempDir dir;
@@ -57,28 +57,14 @@ TEST(TokenTest, AFileGroupOrOthersMayReadIsRefusedWithTheChmodToRun) {
   }
 }
 
-// The minimum strength: 32 characters, 8 different. Checked against a reference over generated
-// tokens of every length and alphabet size around the limits.
-TEST(TokenTest, WeakTokensAreRefusedByLengthAndVariety) {
-  const std::string alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
-  for (std::size_t length = 1; length <= 40; ++length) {
-    for (std::size_t distinct = 1; distinct <= 12 && distinct <= length; ++distinct) {
-      std::string token;
-      for (std::size_t i = 0; i < length; ++i) token += alphabet[i % distinct];
-      const bool strong = length >= 32 && distinct >= 8;
-      absl::Status s = CheckTokenStrength(token, "test");
-      EXPECT_EQ(s.ok(), strong) << token;
-      if (!strong) {
-        EXPECT_THAT(s.message(), HasSubstr("too weak"));
-      }
-    }
-  }
+// A weak token in a file is refused like any other (token_strength_test.cc: the rule).
+TEST(TokenTest, WeakTokenFilesAreRefused) {
   testing::TempDir dir;
   const std::string path = dir.Write("rdzv_token", "s3cret\n");
   ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
   absl::StatusOr<TokenFile> weak = ReadTokenFile(path);
   EXPECT_EQ(weak.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(weak.status().message(), HasSubstr("accel-launch config"));
+  EXPECT_THAT(weak.status().message(), HasSubstr("accel-launch token"));
 }
 
 TEST(TokenTest, WriteTokenFileMakesAnOwnerOnlyFileAndKeepsAnExistingToken) {
