@@ -182,7 +182,11 @@ void ResumeIfAsked(const TrainFlags& flags, Accelerator& acc) {
   }
 }
 
-// --sample-record: which samples each completed step trained on, one line per step.
+// --sample-record: which samples each step trains on, one line per step, written and flushed on
+// the step's last micro-step BEFORE its backward (where its gradients leave this process): every
+// step this process helped train has its line, also when it is killed right after the all-reduce.
+// A step abandoned by an elastic regroup is written again by the world that trains it; a rank's
+// last line of a step is the one trained (tests/faults/in_place_check.py).
 class SampleRecord {
  public:
   SampleRecord(const std::string& path, int rank) {
@@ -191,7 +195,7 @@ class SampleRecord {
   void Fetched(const std::vector<std::int64_t>& indices) {
     if (out_.is_open()) window_.insert(window_.end(), indices.begin(), indices.end());
   }
-  void Completed(std::int64_t epoch, std::int64_t step) {
+  void Training(std::int64_t epoch, std::int64_t step) {
     if (!out_.is_open()) return;
     out_ << epoch << " " << step;
     for (std::int64_t i : window_) out_ << " " << i;
@@ -214,20 +218,30 @@ class StepTimes {
   }
   // Writes "<what> N world W rank R time T", T in seconds since the epoch (the clock that
   // network namespaces on one host share).
-  void Line(const char* what, std::int64_t n, const Accelerator& acc) { Write(what, n, acc, ""); }
+  void Line(const char* what, std::int64_t n, const Accelerator& acc) {
+    Write(what, n, acc, Now(), "");
+  }
+  // Before the first step: "start S world W rank R time T", T when main() began (after the
+  // program's libraries loaded, before the Accelerator joined), S the step it starts after.
+  void Start(const Accelerator& acc, double started) {
+    Write("start", acc.step_count(), acc, started, "");
+  }
   // After the last step: "final S world W rank R time T param_checksum C", every rank's
   // parameters (the JSON line is the main process's only).
   void Final(const Accelerator& acc, double param_checksum) {
     char checksum[64];
     std::snprintf(checksum, sizeof(checksum), " param_checksum %.17g", param_checksum);
-    Write("final", acc.step_count(), acc, checksum);
+    Write("final", acc.step_count(), acc, Now(), checksum);
+  }
+  static double Now() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
   }
 
  private:
-  void Write(const char* what, std::int64_t n, const Accelerator& acc, const char* tail) {
+  void Write(const char* what, std::int64_t n, const Accelerator& acc, double now,
+             const char* tail) {
     if (!out_.is_open()) return;
-    const double now =
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     char line[224];
     std::snprintf(line, sizeof(line), "%s %lld world %d rank %d time %.6f%s\n", what,
                   static_cast<long long>(n), acc.num_processes(), acc.process_index(), now, tail);
@@ -268,7 +282,7 @@ struct RunResult {
 // Trains --steps steps or --epochs epochs: progress on the main process, a checkpoint every
 // --save-every steps. Elastic: a membership change throws out of a step; Accelerator::recover()
 // regroups in place and the loop goes on from the last completed step.
-RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job) {
+RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job, double started) {
   ProgressView progress(stdout, isatty(STDOUT_FILENO) == 1);
   const bool show_scale = acc.mixed_precision() == MixedPrecision::kFp16;
   Throughput throughput(static_cast<std::int64_t>(flags.batch_size) *
@@ -276,6 +290,7 @@ RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job) {
                         acc.step_count());
   SampleRecord record(flags.sample_record, acc.process_index());
   StepTimes times(flags.step_times, acc.process_index());
+  times.Start(acc, started);
   TrainTrace trace(flags.trace, static_cast<int>(getpid()));
   auto at = [&] {
     return TracePoint{acc.generation(), acc.num_processes(), acc.process_index(), acc.step_count(),
@@ -309,6 +324,7 @@ RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job) {
                                             static_cast<std::int64_t>(indices.size())));
           }
           auto sync = acc.accumulate(job.model);
+          if (sync.sync_gradients()) record.Training(epoch, acc.step_count() + 1);
           auto loss = acc.autocast([&] {
             return torch::nn::functional::cross_entropy(job.model->forward(batch.data),
                                                         batch.target);
@@ -321,7 +337,6 @@ RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job) {
           times.Line("step", step, acc);
           const bool traced = flags.trace_params_every > 0 && step % flags.trace_params_every == 0;
           trace.Step(at(), traced, traced ? hash() : 0);
-          record.Completed(epoch, step);
           const bool warmup_end = flags.warmup > 0 && step == flags.warmup;
           const bool last = done() || (flags.steps == 0 && last_batch && epoch + 1 == flags.epochs);
           // Reading the loss waits for the device: every --log-every steps, and where the clock
@@ -375,6 +390,7 @@ void PrintSummary(Accelerator& acc, const RunResult& result, torch::nn::Module& 
 }
 
 int Train(const TrainFlags& flags) {
+  const double started = StepTimes::Now();
   Accelerator acc(TrainOptions(flags));
   std::optional<Dataset> set = LoadData(flags);
   if (!set) return accel::kExitUsage;
@@ -384,7 +400,7 @@ int Train(const TrainFlags& flags) {
   }
   Job job = PrepareJob(flags, acc, *set);
   ResumeIfAsked(flags, acc);
-  const RunResult result = RunSteps(flags, acc, job);
+  const RunResult result = RunSteps(flags, acc, job, started);
   if (!flags.checkpoint_dir.empty()) acc.save_state(flags.checkpoint_dir);
   PrintSummary(acc, result, *job.model);
   return accel::kExitOk;

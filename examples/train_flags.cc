@@ -40,9 +40,11 @@ std::string TrainUsage() {
   --checkpoint-dir DIR --resume --save-every N
                              (--resume continues the data where the checkpoint stood, also at
                              another world size)
-  --sample-record PATH       each process appends "epoch step index..." per completed step to
-                             PATH.<its rank at start> (which samples each step trained on)
-  --step-times PATH          each process appends "step S world W rank R time T" per completed
+  --sample-record PATH       each process appends "epoch step index..." for each step, before
+                             it trains it (a step redone after a regroup again: the last line of
+                             a step is the one trained), to PATH.<its rank at start>
+  --step-times PATH          each process appends "start S world W rank R time T" (T: when its
+                             main() began), then "step S world W rank R time T" per completed
                              step to PATH.<its rank at start> (T: seconds since the epoch, when
                              the step returned; benchmarks: bench/recovery_bench_libaccel.py),
                              and at the end "final S world W rank R time T param_checksum C"

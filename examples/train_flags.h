@@ -24,7 +24,7 @@ struct TrainFlags {
   std::string optimizer = "adamw";  // sgd | adamw
   std::optional<int> grad_accum;    // default: the launcher's config/env
   std::string checkpoint_dir;
-  std::string sample_record;  // PATH: "epoch step index..." per completed step to PATH.<rank>
+  std::string sample_record;  // PATH: "epoch step index..." per step, before it, to PATH.<rank>
   std::string step_times;     // PATH: "step S world W rank R time T" per completed step
   std::string trace;          // PATH: every step, regroup and samples to PATH.<pid> (train_trace.h)
   std::int64_t trace_params_every = 0;  // --trace: parameter hash every N steps too; 0: changes

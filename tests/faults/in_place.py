@@ -1,21 +1,24 @@
 #!/usr/bin/python3
 """Issue 25's "scale down, in place" under accel-launch: 3 machines (network namespaces on one
 bridge) x 2 train.bin workers, --min_machines 2 --elastic_in_place; once every rank trained
---warm_steps steps, every worker of machine 2 is SIGKILLed (its launcher lives: it must leave; --kill_launcher kills it too, --link_down cuts its link
-instead: a lost machine).
+--warm_steps steps, every worker of machine 2 is SIGKILLed (its launcher lives: it must leave;
+--kill_launcher kills it too, --link_down cuts its link instead: a lost machine).
 
 A trial passes when
   - machines 0-1 go on with the SAME worker pids at world 4 (train.bin's "[accel] generation 1:
     world 6 -> 4, continuing after step K" line) and end with exit 0; machine 2's launcher says it
     left (evicted: its rank failed) and exits 1; no process is left;
+  - every survivor's first step at world 4 is step K + 1 and completes within issue 25's goal
+    plus a margin of the kill (in_place_check.py: 2 + 1 s; after --link_down 3 + 2 + 1 s);
   - the final parameters equal those of a reference: a fixed 3-machine job to step K that saves a
     checkpoint, resumed by a fixed 2-machine job (world 4) to the same last step: every parameter
     of the final checkpoints within relative 1e-6 (max|a - b| / max|b| per tensor, read from the
     torch::save archives), the AdamW state the same bits (its records' order aside), and
     train.bin's param_checksum within 1e-6;
-  - the sample record (train.bin --sample-record) holds, step by step, the same samples as the
-    reference's, and every epoch completed trains each sample exactly once (no sample twice or
-    skipped; --samples 960 divides by 48 and 32, so no padding).
+  - every rank recorded every step its world trained (train.bin --sample-record, written before
+    the step's all-reduce: machine 2's killed ranks steps 1..K too), the record holds, step by
+    step, the same samples as the reference's, and every epoch completed trains each sample
+    exactly once (no sample twice or skipped; --samples 960 divides by 48 and 32, so no padding).
 --scale_up runs issue 25's "scale up, in place" instead (in_place_scale_up.py).
 Prints one line per trial; exit 1 when a trial failed, 77 (skipped) without root or ip netns.
 
@@ -23,7 +26,6 @@ Usage: sudo python3 tests/faults/in_place.py --launcher build/launcher/accel-lau
            --train build/examples/train.bin [--trials N] [--keep DIR] [--scale_up]
 """
 import argparse
-import array
 import glob
 import os
 import re
@@ -32,12 +34,14 @@ import signal
 import subprocess
 import sys
 import time
-import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
 
 from cluster import kill_pids, program_env  # noqa: E402
+from in_place_check import (KILL_GOAL, LINK_DOWN_GOAL, MARGIN, check_samples,  # noqa: E402
+                            checksum, checksum_rel, first_steps, fmt, same_tensors,
+                            tensor_rel_diff)
 from many_machines import run_trials  # noqa: E402
 
 STEPS = 1500
@@ -120,102 +124,9 @@ def progress(work, run_id, machine, rank, attempt=0):
         return -1
 
 
-def records(prefix, ranks, up_to=None, after=None):
-    """{step: sorted samples of every rank in `ranks`} from train.bin's --sample-record files;
-    also {epoch: [samples]} of those steps."""
-    steps, epochs = {}, {}
-    for r in ranks:
-        try:
-            lines = open(f"{prefix}.{r}").read().split("\n")
-        except OSError:
-            continue
-        for line in lines:
-            if not line.strip():
-                continue
-            epoch, step, *samples = (int(x) for x in line.split())
-            if (up_to is not None and step > up_to) or (after is not None and step <= after):
-                continue
-            steps.setdefault(step, []).extend(samples)
-            epochs.setdefault(epoch, []).extend(samples)
-    return {s: sorted(v) for s, v in steps.items()}, epochs
-
-
-def check_samples(rec, k, before, after, may_lack, bitwise, notes, num_steps=STEPS,
-                  num_samples=SAMPLES):
-    """The sample record against the reference's, step by step, and every completed epoch's
-    samples exactly once. `before` and `after` are (record prefix, ranks) of the world up to step
-    K and after it, for the job (`rec`) and for the reference (its own prefix). A rank of
-    `may_lack` that did not record step K (its state came from the others) has its step-K samples
-    taken from the reference's same rank, only when it recorded step K - 1 and the parameters
-    equal the reference's bit for bit (`bitwise`). `num_steps`, `num_samples`: the job's.
-    Appends to `notes`; returns (the ranks filled, the complete epochs, the epochs not trained
-    once)."""
-    got, epochs = records(rec, before[1], up_to=k)
-    later, later_epochs = records(rec, after[1], after=k)
-    got.update(later)
-    for e, samples in later_epochs.items():
-        epochs.setdefault(e, []).extend(samples)
-    filled = [r for r in may_lack if k not in records(rec, (r,), up_to=k)[0] and
-              k - 1 in records(rec, (r,), up_to=k)[0] and bitwise]
-    if filled:
-        ref_k = records(before[0], filled, up_to=k, after=k - 1)
-        got[k] = sorted(got.get(k, []) + ref_k[0].get(k, []))
-        for e, samples in ref_k[1].items():
-            epochs.setdefault(e, []).extend(samples)
-    want = records(before[0], before[1])[0]
-    want.update(records(after[0], after[1])[0])
-    if got != want or len(got) != num_steps:
-        diff = [s for s in sorted(set(got) | set(want)) if got.get(s) != want.get(s)][:5]
-        notes.append(f"sample record differs from the reference at steps {diff} "
-                     f"({len(got)} steps recorded)")
-    complete = [e for e in sorted(epochs) if e + 1 in epochs]
-    twice_or_skipped = [e for e in complete if sorted(epochs[e]) != list(range(num_samples))]
-    if twice_or_skipped or not complete:
-        notes.append(f"epochs {twice_or_skipped} not exactly once ({len(complete)} complete)")
-    return filled, complete, twice_or_skipped
-
-
 def link(bridge, machine, up):
     subprocess.run(["ip", "-n", bridge.ns[machine], "link", "set", "eth0", "up" if up else "down"],
                    check=True, capture_output=True, timeout=30)
-
-
-def same_tensors(a, b):
-    """Whether two torch::save archives hold the same tensors bit for bit, in any record order
-    (an optimizer's state is written in an order of its own)."""
-    try:
-        with zipfile.ZipFile(a) as za, zipfile.ZipFile(b) as zb:
-            x = sorted(za.read(n) for n in za.namelist() if "/data/" in n)
-            y = sorted(zb.read(n) for n in zb.namelist() if "/data/" in n)
-            return bool(x) and x == y
-    except (OSError, zipfile.BadZipFile):
-        return False
-
-
-def tensor_rel_diff(a, b):
-    """The largest relative difference between the tensors of two torch::save archives (zip
-    files; their data/N records, read as fp32: train.bin trains in fp32), per tensor
-    max|a - b| / max|b|; None when they do not hold the same records."""
-    try:
-        with zipfile.ZipFile(a) as za, zipfile.ZipFile(b) as zb:
-            names = sorted(n for n in za.namelist() if "/data/" in n)
-            if not names or names != sorted(n for n in zb.namelist() if "/data/" in n):
-                return None
-            worst = 0.0
-            for n in names:
-                x, y = array.array("f", za.read(n)), array.array("f", zb.read(n))
-                if len(x) != len(y):
-                    return None
-                scale = max((abs(v) for v in y), default=0.0) or 1.0
-                worst = max(worst, max((abs(u - v) for u, v in zip(x, y)), default=0.0) / scale)
-            return worst
-    except (OSError, zipfile.BadZipFile, ValueError):
-        return None
-
-
-def checksum(text):
-    found = re.findall(r'"param_checksum": ([-0-9.e+]+)', text)
-    return float(found[-1]) if found else None
 
 
 def trial(args, bridge, number, work_root):
@@ -223,9 +134,11 @@ def trial(args, bridge, number, work_root):
     os.makedirs(work)
     port = 29700 + (number * 3) % 90
     ckpt, rec = os.path.join(work, "ckpt"), os.path.join(work, "rec")
+    times = os.path.join(work, "times")
     job = Run(args, bridge, work, "inplace", 3, port,
               ["--min_machines", "2", "--max_restarts", "3", "--elastic_in_place"],
-              ["--steps", str(STEPS), "--checkpoint-dir", ckpt, "--sample-record", rec])
+              ["--steps", str(STEPS), "--checkpoint-dir", ckpt, "--sample-record", rec,
+               "--step-times", times])
     run_id = f"inplace-{port}"
     deadline = time.monotonic() + args.start_timeout
     while time.monotonic() < deadline and not all(
@@ -242,7 +155,7 @@ def trial(args, bridge, number, work_root):
     if args.kill_launcher:  # the launcher too: machine 2 is lost instead of leaving
         victims = [int(p) for p in subprocess.run(["ip", "netns", "pids", bridge.ns[2]],
                                                   capture_output=True, text=True).stdout.split()]
-    killed = time.monotonic()
+    killed, killed_at = time.monotonic(), time.time()  # time.time(): --step-times' clock
     if args.link_down:  # machine 2's cable pulled: lost by the heartbeats, its workers alive
         link(bridge, 2, up=False)
     else:
@@ -262,6 +175,15 @@ def trial(args, bridge, number, work_root):
     k = int(seen.group(1)) if seen else 0
     if after != before:
         notes.append(f"worker pids changed: {before} -> {after}")
+    # Recovery: the kill to every survivor's first step at world 4, which must be step K + 1.
+    firsts = first_steps(times, range(4), 4)
+    recovery = max(t for _, t in firsts.values()) - killed_at if len(firsts) == 4 else None
+    bound = (LINK_DOWN_GOAL if args.link_down else KILL_GOAL) + MARGIN
+    if recovery is None or recovery > bound:
+        notes.append(f"recovery (kill -> every survivor's first step at world 4) "
+                     f"{recovery if recovery is None else round(recovery, 2)} s, bound {bound} s")
+    if seen and any(s != k + 1 for s, _ in firsts.values()):
+        notes.append(f"first steps at world 4 {firsts} are not K + 1 = {k + 1}")
     want_codes = [0, 0, -signal.SIGKILL if args.kill_launcher else 3 if args.link_down else 1]
     if codes != want_codes:
         notes.append(f"exit codes {codes} (want {want_codes})")
@@ -289,39 +211,31 @@ def trial(args, bridge, number, work_root):
                              os.path.join(ref_ckpt, "model_0.pt")),
              same_tensors(os.path.join(ckpt, "optimizer_0.pt"),
                           os.path.join(ref_ckpt, "optimizer_0.pt"))]
-    if diffs[0] is None or diffs[0] >= 1e-6 or not diffs[1]:
+    if diffs[0] is None or not diffs[0] < 1e-6 or not diffs[1]:
         notes.append(f"model tensors rel {diffs[0]} / optimizer state bitwise {diffs[1]}")
     mine, ref = checksum(job.log(0)), checksum(ref4.log(0))
-    rel = abs(mine - ref) / max(abs(ref), 1e-30) if mine is not None and ref is not None else None
-    if rel is None or rel >= 1e-6:
+    rel = checksum_rel(mine, ref)
+    if not rel < 1e-6:
         notes.append(f"param_checksum {mine} vs reference {ref} (rel {rel})")
 
-    # Samples: step by step as the reference, and each completed epoch exactly once.
-    # Step K is the last the old world completed: a rank may not have recorded it although its
-    # gradients are in it. A killed rank dies between the all-reduce and its record line; a rank
-    # cut off by --link_down may not see the step complete while another does (the survivors
-    # agree on the newest step and its state is broadcast). The parameter check above shows
-    # step K trained with every rank's samples; such a rank's step-K samples are taken from the
-    # reference's same rank, only when it recorded step K - 1 (it trained until then). After a
-    # kill only the killed ranks (machine 2's: 4 and 5) may lack it: a survivor that did not
-    # record step K there is a lost record, and fails.
-    may_lack = range(6) if args.link_down else range(4, 6)
-    filled, complete, twice_or_skipped = check_samples(
-        rec, k, (ref_rec + "6", range(6)), (ref_rec + "4", range(4)), may_lack, diffs[0] == 0.0,
-        notes)
+    # Samples: step by step as the reference (every rank of the world of 6 recorded steps 1..K,
+    # machine 2's killed ones included: a step's line is written before its all-reduce; the
+    # survivors K + 1 on), and each completed epoch exactly once.
+    complete, twice_or_skipped = check_samples(
+        rec, k, (ref_rec + "6", range(6)), (ref_rec + "4", range(4)), notes, STEPS, SAMPLES)
     ok = not notes
-    summary = (f"K {k}, recovery {seconds:.2f} s (kill -> generation line), "
+    summary = (f"K {k}, recovery {fmt(recovery)} s (kill -> every survivor's first step at "
+               f"world 4; bound {bound} s), generation line after {seconds:.2f} s, "
                f"parameters rel diff {diffs[0]}, optimizer state bitwise equal {diffs[1]}, "
                f"param_checksum rel {rel}, "
-               f"{len(complete)} complete epochs each sample once: {not twice_or_skipped}"
-               + (f" (step K of ranks {filled} from the reference)" if filled else ""))
+               f"{len(complete)} complete epochs each sample once: {not twice_or_skipped}")
     tail, tail2 = job.log(0)[-500:], job.log(2)[-300:]
     if not ok and args.keep:
         shutil.copytree(work, os.path.join(args.keep, f"trial-{number}"), dirs_exist_ok=True)
     shutil.rmtree(work, ignore_errors=True)
     if not ok:
         summary += "; " + "; ".join(notes) + f"; m0 tail {tail!r}; m2 tail {tail2!r}"
-    return ok, seconds, summary
+    return ok, recovery or 0.0, summary
 
 
 def main() -> int:

@@ -117,9 +117,10 @@ TEST(Train, TwoProcessesTimesAccumulationTwoEqualsOneProcessWithFourTimesTheBatc
   EXPECT_NEAR(a, b, 1e-5 * std::abs(b)) << ddp.output << "\n" << single.output;
 }
 
-// --step-times: one line per completed optimizer step (none for a micro-step) per process, with
-// the world, the process's rank and a wall-clock time taken while the run ran, in order; then a
-// final line with the process's parameter checksum, the same on every rank.
+// --step-times: a start line (when main() began), one line per completed optimizer step (none for
+// a micro-step) per process, with the world, the process's rank and a wall-clock time taken while
+// the run ran, in order; then a final line with the process's parameter checksum, the same on
+// every rank.
 TEST(Train, StepTimesHaveOneLinePerCompletedStepOfEveryProcess) {
   const std::string dir = TempDir("step_times");
   const double before =
@@ -133,6 +134,7 @@ TEST(Train, StepTimesHaveOneLinePerCompletedStepOfEveryProcess) {
   const std::regex line(R"(step (\d+) world (\d+) rank (\d+) time ([0-9.]+))");
   const std::regex final_line(
       R"(final 7 world 2 rank (\d+) time ([0-9.]+) param_checksum ([-0-9.e+]+))");
+  const std::regex start_line(R"(start 0 world 2 rank (\d+) time ([0-9.]+))");
   std::vector<std::string> checksums;
   for (int rank = 0; rank < 2; ++rank) {
     std::ifstream in(dir + "/times." + std::to_string(rank));
@@ -140,8 +142,12 @@ TEST(Train, StepTimesHaveOneLinePerCompletedStepOfEveryProcess) {
     std::string text;
     int step = 0;
     double last = before;
+    std::smatch m;
+    ASSERT_TRUE(std::getline(in, text) && std::regex_match(text, m, start_line)) << text;
+    EXPECT_EQ(std::stoi(m[1]), rank) << text;
+    EXPECT_GE(std::stod(m[2]), before) << text;
+    last = std::stod(m[2]);
     while (std::getline(in, text)) {
-      std::smatch m;
       if (std::regex_match(text, m, final_line)) {
         EXPECT_EQ(std::stoi(m[1]), rank) << text;
         EXPECT_EQ(step, 7) << "the final line comes after the last step: " << text;
