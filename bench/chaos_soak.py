@@ -12,6 +12,7 @@ Usage: sudo /usr/bin/python3 bench/chaos_soak.py --launcher build/launcher/accel
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -60,6 +61,9 @@ def main() -> int:
     p.add_argument("--no-readme", dest="readme", action="store_false",
                    help="print the rows instead of adding them to bench/README.md")
     p.add_argument("--keep", default="", help="copy failed runs' logs and traces here")
+    p.add_argument("--verbose", action="store_true", help="print every action as it happens")
+    p.add_argument("--results", default="", help="keep each seed's soak.py --json here "
+                   "(result, schedule and every action: soak_check.py can re-read a run)")
     args = p.parse_args()
     rows, failed = [], 0
     for seed in [int(s) for s in args.seeds.split(",")]:
@@ -72,6 +76,8 @@ def main() -> int:
                    str(args.per_kind), "--min_effective", str(args.min_effective), "--json", out]
             if args.keep:
                 cmd += ["--keep", args.keep]
+            if args.verbose:
+                cmd.append("--verbose")
             code = subprocess.run(cmd).returncode
             if code == 77:
                 return 77
@@ -81,6 +87,9 @@ def main() -> int:
                 continue
             with open(out) as f:
                 data = json.load(f)
+            if args.results:
+                os.makedirs(args.results, exist_ok=True)
+                shutil.copy(out, os.path.join(args.results, f"seed{seed}.json"))
         rows.append(soak_report.row(data["result"], data["meta"], data["problems"], commit()))
     for line in rows:
         print(line)

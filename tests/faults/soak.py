@@ -129,20 +129,17 @@ class Soak:
         except (OSError, IndexError):
             return ""
 
-    def replace(self, m, kind):
-        """A new machine m joins when its launcher is gone (after waiting up to 30 s for a
-        lost machine's launcher to leave); a machine that stayed is left alone."""
-        deadline = time.monotonic() + 30
-        while self.running(m) and kind in ("link", "stop") and time.monotonic() < deadline:
-            if kind == "stop":
-                self.log("stayed", m, kind=kind)
-                return
-            self.reap()
-            time.sleep(0.2)
+    def replace(self, m, kind, since, queue):
+        """A new machine m joins when its launcher is gone; a lost machine's launcher (link) is
+        given until `since` + 30 s to leave (asked again every 0.5 s: the loop never blocks, a
+        stopped launcher's SIGCONT must not wait); a machine that stayed is left alone."""
+        if self.running(m) and kind == "link" and time.monotonic() < since + 30:
+            queue.append((time.monotonic() + 0.5, "replace", (m, since), kind))
+            return
+        self.reap()
         if self.running(m):
             self.log("stayed", m, kind=kind)
             return
-        self.reap()
         kill_pids(self.bridge.machine_pids(m))  # anything its launcher left behind
         self.launch(m, kind="join")
 
@@ -153,9 +150,8 @@ class Soak:
             self.log("skipped", f["machine"], kind=kind)
             return
         now = time.monotonic()
-        replace = dict(f["replace"])
+        replace = {m: f["replace"][f["machine"]]}  # the second victim's: second_fault
         if m != f["machine"]:
-            replace[m] = replace.pop(f["machine"])
             self.log("victim_moved", f["machine"], to=m, kind=kind)
         if kind == "link":
             self.link(m, False, kind)
@@ -168,18 +164,30 @@ class Soak:
         else:
             before = self.generation_file()
             self.kill(m, kind)
-            if kind == "second":
-                # 0-2 s into the regroup: counted from machine 0's new generation file.
-                deadline = time.monotonic() + 15
-                while self.generation_file() == before and time.monotonic() < deadline:
-                    time.sleep(0.01)
-                time.sleep(f["into"])
-                b = self.victim(f["second"], avoid=(m,))
-                if b is not None:
-                    replace[b] = replace.pop(f["second"], replace.get(m, 10))
-                    self.kill(b, kind)
+            if kind == "second":  # the second kill: second_fault
+                queue.append((now, "regroup", {"f": f, "first": m, "before": before,
+                                               "since": now}, kind))
         for machine, after in replace.items():
-            queue.append((now + after, "replace", machine, kind))
+            queue.append((now + after, "replace", (machine, now + after), kind))
+
+    def second_fault(self, what, c, queue):
+        """"regroup": waits (asked every loop, up to 15 s) for machine 0's launcher to write the
+        next generation, then the second kill `into` s later ("kill2")."""
+        now = time.monotonic()
+        if what == "regroup":
+            if self.generation_file() == c["before"] and now < c["since"] + 15:
+                queue.append((now + 0.01, "regroup", c, "second"))
+            else:
+                queue.append((now + c["f"]["into"], "kill2", c, "second"))
+            return
+        f = c["f"]
+        b = self.victim(f["second"], avoid=(c["first"],))
+        if b is None:
+            self.log("skipped", f["second"], kind="second")
+            return
+        self.kill(b, "second")
+        after = f["replace"][f["second"]]
+        queue.append((c["since"] + after, "replace", (b, c["since"] + after), "second"))
 
     def run(self, schedule):
         a = self.args
@@ -212,8 +220,10 @@ class Soak:
                     self.stopped.discard(x)
                     self.log("cont", x, kind=kind)
                 elif what == "replace":
-                    self.replace(x, kind)
-            time.sleep(0.05)
+                    self.replace(x[0], kind, x[1], queue)
+                elif what in ("regroup", "kill2"):
+                    self.second_fault(what, x, queue)
+            time.sleep(0.01)
         self.reap()
         self.end_time = time.time()
         self.log("end", 0)

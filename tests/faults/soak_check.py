@@ -14,6 +14,7 @@ the run by exact accounting (docs/design/chaos-soak.md):
   - effective training time: the time between consecutive steps of one generation (each at most
     STALL_FACTOR x the run's median step), over the wall time from the first step to the end;
     recoveries, start-ups of new generations and time below MIN are the rest;
+  - no stall: no step for more than STALL_LIMIT s while >= MIN machines live;
   - every recovery (a generation after the first): its cause, the pause between the last step
     before it and the first after it, the time from its fault to that first step, the steps
     lost (completed in the old generation, not continued from).
@@ -27,6 +28,7 @@ import re
 import statistics
 
 STALL_FACTOR = 5.0
+STALL_LIMIT = 60.0  # s without a step while >= MIN machines live: the job is stuck
 
 
 def parse_line(line: str):
@@ -82,9 +84,10 @@ def pct(values, q):
     return v[min(len(v) - 1, int(round(q / 100 * (len(v) - 1))))]
 
 
-def check(traces: list, events: list, samples: int, end_time: float, min_machines: int) -> dict:
+def check(traces: list, events: list, samples: int, end_time: float, min_machines: int,
+          stall_limit: float = STALL_LIMIT) -> dict:
     r = {"lost": [], "repeated": [], "twice": [], "mismatch": [], "job_ends": [], "gaps": [],
-         "unaccounted": [], "recoveries": []}
+         "unaccounted": [], "recoveries": [], "stalls": []}
     gens = {}      # gen -> {"joins": [(proc, step, params, time)], "world": W}
     fetches = {}   # (gen, step) -> {rank: [(samples, pad, epoch)]}
     done = {}      # (gen, step) -> [time]
@@ -130,28 +133,38 @@ def check(traces: list, events: list, samples: int, end_time: float, min_machine
     for (g, s), ps in sorted(hashes.items()):
         if len(ps) > 1:
             r["mismatch"].append(f"generation {g} step {s}: {len(ps)} different parameter hashes")
-    # The lineage: a generation's steps count up to where the next generation continued from.
-    applied = {}  # step -> gen
-    for i, g in enumerate(order):
-        until = gens[order[i + 1]]["step"] if i + 1 < len(order) else None
-        for (gg, s) in done:
-            if gg == g and s > gens[g]["step"] and (until is None or s <= until):
-                applied[s] = g
-        if i + 1 < len(order) and until is not None and until < gens[g]["step"]:
-            r["twice"].append(f"generation {order[i + 1]} continues after step {until}, before "
-                              f"generation {g}'s start at step {gens[g]['step']}")
-    for g in order[1:]:
-        if gens[g]["step"] == 0 and any(gg < g for (gg, _) in done):
+    # Segments: a generation that starts again from step 0 after steps were trained is a job
+    # restart (training state lost); each segment is accounted on its own.
+    segments = []
+    for g in order:
+        if segments and gens[g]["step"] == 0 and any(gg < g for (gg, _) in done):
             r["job_ends"].append(f"generation {g} started again from step 0 (training state lost)")
+            segments.append([])
+        elif not segments:
+            segments.append([])
+        segments[-1].append(g)
+    # The lineage: a generation's steps count up to where the next generation continued from.
+    applied = {}  # (segment, step) -> gen
+    for k, seg in enumerate(segments):
+        for i, g in enumerate(seg):
+            until = gens[seg[i + 1]]["step"] if i + 1 < len(seg) else None
+            for (gg, s) in done:
+                if gg == g and s > gens[g]["step"] and (until is None or s <= until):
+                    applied[(k, s)] = g
+            if until is not None and until < gens[g]["step"]:
+                r["twice"].append(f"generation {seg[i + 1]} continues after step {until}, before "
+                                  f"generation {g}'s start at step {gens[g]['step']}")
     steps = sorted(applied)
-    if steps and steps != list(range(steps[0], steps[-1] + 1)):
-        r["gaps"].append(f"applied steps are not contiguous: {len(steps)} from {steps[0]} to "
-                         f"{steps[-1]}")
+    for k in range(len(segments)):
+        mine = [s for kk, s in steps if kk == k]
+        if mine and mine != list(range(mine[0], mine[-1] + 1)):
+            r["gaps"].append(f"applied steps are not contiguous: {len(mine)} from {mine[0]} to "
+                             f"{mine[-1]}")
     # Samples: each applied step's samples from every rank of its generation.
-    epochs = {}
+    epochs = {}  # (segment, epoch) -> samples
     padding = 0
-    for s in steps:
-        g = applied[s]
+    for k, s in steps:
+        g = applied[(k, s)]
         by_rank = fetches.get((g, s), {})
         world = gens[g]["world"]
         if sorted(by_rank) != list(range(world)):
@@ -159,43 +172,54 @@ def check(traces: list, events: list, samples: int, end_time: float, min_machine
                                     f"ranks {sorted(by_rank)}")
         for batches in by_rank.values():
             for batch, pad, epoch in batches:
-                epochs.setdefault(epoch, []).extend(batch[:len(batch) - pad])
+                epochs.setdefault((k, epoch), []).extend(batch[:len(batch) - pad])
                 padding += pad
-    last_epoch = max(epochs) if epochs else -1
-    for e, got in sorted(epochs.items()):
+    complete = 0
+    for (k, e), got in sorted(epochs.items()):
         seen = {}
         for i in got:
             seen[i] = seen.get(i, 0) + 1
         twice = sorted(i for i, c in seen.items() if c > 1)
+        where = f"epoch {e}" + (f" (segment {k})" if k else "")
         if twice:
-            r["repeated"].append(f"epoch {e}: {len(twice)} samples trained more than once "
+            r["repeated"].append(f"{where}: {len(twice)} samples trained more than once "
                                  f"(e.g. {twice[:5]})")
-        if e < last_epoch:
+        if (k, e + 1) in epochs:
+            complete += 1
             missing = sorted(set(range(samples)) - set(seen))
             if missing:
-                r["lost"].append(f"epoch {e}: {len(missing)} samples never trained "
+                r["lost"].append(f"{where}: {len(missing)} samples never trained "
                                  f"(e.g. {missing[:5]})")
-    r["epochs_complete"] = max(0, last_epoch)
+    r["epochs_complete"] = complete
     r["padding"] = padding
     # Time at steps: consecutive applied steps of one generation, each capped.
-    times = {s: min(done[(applied[s], s)]) for s in steps}
-    intervals = [times[s] - times[s - 1] for s in steps
-                 if s - 1 in times and applied[s - 1] == applied[s]]
+    times = {ks: min(done[(applied[ks], ks[1])]) for ks in steps}
+    intervals = [times[(k, s)] - times[(k, s - 1)] for k, s in steps
+                 if (k, s - 1) in times and applied[(k, s - 1)] == applied[(k, s)]]
     median = statistics.median(intervals) if intervals else 0.0
     productive = sum(min(d, STALL_FACTOR * median) for d in intervals)
-    first = times[steps[0]] if steps else end_time
+    first = min(times.values()) if steps else end_time
     wall = max(end_time - first, 1e-9)
-    r.update(steps=len(steps), first_step=steps[0] if steps else None,
-             last_step=steps[-1] if steps else None, step_median=median, productive=productive,
-             wall=wall, effective=productive / wall if steps else 0.0, generations=len(order))
+    r.update(steps=len(steps), first_step=steps[0][1] if steps else None,
+             last_step=steps[-1][1] if steps else None, step_median=median,
+             productive=productive, wall=wall, effective=productive / wall if steps else 0.0,
+             generations=len(order), segments=len(segments))
+    # Stalls: no step for more than `stall_limit` s while >= MIN machines lived (by the soak's
+    # count at the stall's start), the end of the run included.
+    lives = sorted((e["time"], e["live"]) for e in events if "live" in e)
+    timeline = sorted(times.values()) + [end_time]
+    for a, b in zip(timeline, timeline[1:]):
+        live = next((n for t, n in reversed(lives) if t <= a), min_machines)
+        if b - a > stall_limit and live >= min_machines:
+            r["stalls"].append(f"no step for {b - a:.1f} s from {a - first:.1f} s into the run "
+                               f"with {live} machines live (MIN {min_machines})")
     # Recoveries: each generation after the first.
     actions = sorted((e for e in events if e.get("action") in
                       ("kill", "link_down", "stop", "start")), key=lambda e: e["time"])
     for i, g in enumerate(order[1:], 1):
         prev = order[i - 1]
         first_after = min((t for (gg, s), ts in done.items() if gg == g for t in ts), default=None)
-        before = [times[s] for s in steps if applied[s] <= prev and times[s] <= (
-            first_after or end_time)]
+        before = [t for t in times.values() if t < (first_after or end_time)]
         last_before = max(before, default=None)
         old_done = [s for (gg, s) in done if gg == prev]
         noticed = min(errors.get(prev, []) + [t for _, _, _, t, _ in gens[g]["joins"]])
@@ -239,7 +263,7 @@ def problems(r: dict, min_effective: float = 0.0) -> list:
     for key, what in (("job_ends", "job end"), ("lost", "samples lost"),
                       ("repeated", "samples repeated"), ("twice", "step applied twice"),
                       ("mismatch", "replicas differ"), ("unaccounted", "samples unaccounted"),
-                      ("gaps", "steps missing")):
+                      ("gaps", "steps missing"), ("stalls", "stall")):
         for line in r[key][:5]:
             out.append(f"{what}: {line}")
         if len(r[key]) > 5:

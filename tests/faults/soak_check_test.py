@@ -2,7 +2,8 @@
 """soak_check.py on synthetic traces: a run with a lost machine and a joiner, written as
 train.bin --trace writes it (the sampler's strided split, re-split at every change, wrap-around
 padding), passes; the same run with one sample dropped, one sample trained twice, one replica's
-parameters different, or a step applied twice fails with that finding."""
+parameters different, a step applied twice, a restart from step 0 or a stall of more than a
+minute fails with that finding."""
 import os
 import random
 import sys
@@ -43,7 +44,7 @@ class Sim:
                 self.epoch, self.start = self.epoch + 1, 0
         self.world, self.taken = world, 0
 
-    def phase(self, gen, procs, steps, joiners=(), after=None, params=None, die=None):
+    def phase(self, gen, procs, steps, joiners=(), after=None, params=None, die=None, stall=0):
         """`procs` in rank order; `joiners` start (the others regroup); `after`: the step the
         generation continues from (default the last completed); `die`: a process that fetches
         one more step and is killed, the others fetching it and failing."""
@@ -60,6 +61,8 @@ class Sim:
                             f"epoch {self.epoch} time {self.t:.6f} params {h}")
         self.t += 2.0
         for n in range(steps + (1 if die else 0)):
+            if n == steps // 2:
+                self.t += stall
             per_rank = -(-(SAMPLES - self.start) // self.world)
             count = min(BATCH, per_rank - self.taken)
             perm = order(self.epoch)
@@ -89,14 +92,14 @@ class Sim:
                 f.write("\n".join(lines) + "\n")
 
 
-def run(mutate=None, twice=False):
+def run(mutate=None, twice=False, stall=0):
     """A 3-machine run: machine 2 killed in its 31st step, the two others go on, a replacement
     machine 2 joins; returns soak_check's result (after `mutate(lines)`)."""
     sim = Sim()
     a, b, c, d = "m0.10", "m1.11", "m2.12", "m2.13"
     sim.phase(0, [a, b, c], 30, die=c)
     sim.phase(1, [a, b], 17)
-    sim.phase(2, [a, b, d], 40, joiners=[d], after=sim.step - 1 if twice else None)
+    sim.phase(2, [a, b, d], 40, joiners=[d], after=sim.step - 1 if twice else None, stall=stall)
     if mutate:
         mutate(sim.lines)
     events = [{"time": 999.0, "action": "start", "machine": m} for m in range(3)]
@@ -153,6 +156,12 @@ class SoakCheckTest(unittest.TestCase):
         r = run(twice=True)
         self.assertTrue(r["twice"], r)
         self.assertTrue(any(p.startswith("step applied twice") for p in soak_check.problems(r)))
+
+    def test_stall(self):
+        r = run(stall=61)
+        self.assertEqual(len(r["stalls"]), 1, r["stalls"])
+        self.assertTrue(any(p.startswith("stall") for p in soak_check.problems(r)))
+        self.assertEqual(run(stall=59)["stalls"], [])
 
     def test_job_end_and_restart_from_zero(self):
         def restart(lines):

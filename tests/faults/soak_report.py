@@ -29,11 +29,13 @@ def fmt(x, unit=" s"):
 
 
 def text(r: dict, meta: dict, bad: list) -> str:
+    restarts = (f", {r['segments'] - 1} restarts from step 0: {r['segments']} segments"
+                if r["segments"] > 1 else "")
     lines = [f"chaos soak: seed {meta['seed']}, {meta['machines']} machines (MIN "
              f"{meta['min_machines']}), {meta['duration']:.0f} s of faults; load "
              f"{meta['load_start']:.1f} at the start, {meta['load_end']:.1f} at the end",
              f"faults drawn {meta['counts']}; executed {meta['executed']}",
-             f"steps applied {r['steps']} ({r['first_step']}..{r['last_step']}) in "
+             f"steps applied {r['steps']} ({r['first_step']}..{r['last_step']}{restarts}) in "
              f"{r['generations']} generations, {r['epochs_complete']} complete epochs, "
              f"{r['padding']} padding samples; median step {r['step_median'] * 1000:.1f} ms",
              f"effective training time {r['effective']:.1%} ({r['productive']:.1f} s at steps "
@@ -44,7 +46,8 @@ def text(r: dict, meta: dict, bad: list) -> str:
              f"{fmt(r['lost_steps_p99'], '')}",
              f"job ends {len(r['job_ends'])}, samples lost {len(r['lost'])} epochs / repeated "
              f"{len(r['repeated'])} epochs, steps applied twice {len(r['twice'])}, replica "
-             f"mismatches {len(r['mismatch'])}, unaccounted steps {len(r['unaccounted'])}"]
+             f"mismatches {len(r['mismatch'])}, unaccounted steps {len(r['unaccounted'])}, stalls "
+             f"{len(r['stalls'])}"]
     lines.append("recoveries (generation, world, continued after, cause, pause, fault -> step, "
                  "steps lost):")
     for x in r["recoveries"]:
