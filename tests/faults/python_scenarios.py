@@ -1,6 +1,7 @@
 """Fault scenarios for an unmodified Python DDP script (tests/testing/torch_ddp.py, gloo): its
 progress comes from the launcher's Python progress module (launcher/python/), and with it the same
-verdicts as train.bin's. Each needs /usr/bin/python3 with torch (skipped otherwise)."""
+verdicts as train.bin's. Each needs /usr/bin/python3 with torch (skipped otherwise, through
+tests/testing/skip.py: a failure under CI)."""
 import os
 import re
 import signal
@@ -8,10 +9,11 @@ import subprocess
 import threading
 import time
 
-from scenarios import ROOT_RANK3, Outcome, has
+from scenarios import ROOT_RANK3, Outcome, Skipped, has
 
 WINDOW = 6  # the straggler window of python-straggler, seconds
 INTERVAL = 1  # its status interval
+NO_TORCH = "no /usr/bin/python3 with torch (Debian's python3-torch)"
 
 
 def have_torch() -> bool:
@@ -36,7 +38,7 @@ def start_ddp(ctx, name: str, options: list, script_args: list = ()):
 def python_stopped(ctx):
     """SIGSTOP a Python rank: named "stopped" on both machines, not inferred."""
     if not have_torch():
-        return None
+        return Skipped(NO_TORCH)
     job, workers = start_ddp(ctx, "python-stopped", ["--hang_timeout", "5"])
     if workers is None:
         return Outcome(0, False, False, False, "training never started: " + job.log(1)[-300:])
@@ -57,7 +59,7 @@ def python_spin(ctx):
     collective they wait in (it uses CPU all along: without the progress record this was not
     detected at all)."""
     if not have_torch():
-        return None
+        return Skipped(NO_TORCH)
     job, workers = start_ddp(ctx, "python-spin", ["--hang_timeout", "5"],
                              ["--spin-rank", "3", "--spin-at", "20"])
     if workers is None:
@@ -79,9 +81,10 @@ def python_spin(ctx):
 def python_straggler(ctx):
     """Rank 3 slowed by SIGSTOP/SIGCONT cycles (stopped 350 ms of every 400 ms): machine 0's
     console names it a straggler within one window (plus two status intervals), and no other
-    rank is named. "s" is the time from the first stop until it was named."""
+    rank is named; then ^C on machine 0 ends the job as in sigint-m0. "s" is the time from the
+    first stop until it was named."""
     if not have_torch():
-        return None
+        return Skipped(NO_TORCH)
     options = ["--hang_timeout", "0", "--status_interval", str(INTERVAL), "--straggler_window",
                str(WINDOW), "--straggler_threshold", "2"]
     # Steps of a few milliseconds of own work (as the netns status test's), so that the slowed
@@ -118,13 +121,18 @@ def python_straggler(ctx):
         os.kill(workers[3], signal.SIGCONT)
     except ProcessLookupError:
         pass
+    # ^C on machine 0 ends the job as in sigint-m0: every process gone within 10 s, machine 0's
+    # launcher exits 130 and machine 1's fails.
     os.kill(job.procs[0].pid, signal.SIGINT)
-    job.finish(30)
+    interrupted = time.monotonic()
+    ended = job.finish(30) and time.monotonic() - interrupted <= 10
+    codes_ok = job.codes[0] == 130 and job.codes[1] not in (0, None)
     others = re.findall(r"rank [012] \(machine .*is a straggler", job.log(0))
     root_ok = named is not None and named <= WINDOW + 2 * INTERVAL and not others and not early
-    note = "" if root_ok else (f"named after {named} s; early {early}; others {others[:2]}; "
-                               f"m0 tail {job.log(0)[-300:]!r}")
-    return Outcome(named if named is not None else 0, True, root_ok, True, note)
+    note = "" if root_ok and ended and codes_ok else (
+        f"named after {named} s; early {early}; others {others[:2]}; ended within 10 s of ^C "
+        f"{ended}; exit codes {job.codes}; m0 tail {job.log(0)[-300:]!r}")
+    return Outcome(named if named is not None else 0, ended, root_ok, codes_ok, note)
 
 
 PYTHON_SCENARIOS = {

@@ -38,6 +38,11 @@ constexpr int kPerMachine = 2;
 constexpr std::int64_t kSamples = 240;  // worker_elastic_rank.cc's set
 constexpr int kEpochs = 2;
 const auto kDeadline = std::chrono::seconds(240);
+// Issue 25's goal for in-place recovery after kill -9 (p99, from the kill to the first step at the
+// new world), and the margin one run on a shared host gets: 0.22-0.24 s measured here at load 18;
+// a survivor that sat out the 10 s collective deadline on a gone peer exceeds it by far.
+constexpr double kRecoveryGoalSeconds = 2.0;
+constexpr double kRecoveryMarginSeconds = 1.0;
 
 std::string ReadText(const std::string& path) {
   std::ifstream in(path);
@@ -177,19 +182,21 @@ TEST_P(WorkerRecoveryTest, ScaleDownInPlaceEqualsCheckpointResumedAtTheSmallerWo
     EXPECT_EQ(first[1], last[1]) << "rank " << r << " is not the same process";
     EXPECT_EQ(first[2], last[2]) << "rank " << r << " changed rank";
   }
-  // Every survivor completed a step at world 4 soon after the loss: well inside the 10 s collective
-  // deadline, so no survivor sat out a Gloo call on a peer that was gone or had moved on.
-  const std::regex recovered_line("recovered step \\d+ at unix ms (\\d+)");
+  // Every survivor's first step at world 4 is the one after the kill step (none lost, none twice)
+  // and came within the recovery goal plus the margin of the loss (so no survivor sat out a Gloo
+  // call on a peer that was gone or had moved on).
+  const std::regex recovered_line("recovered step (\\d+) at unix ms (\\d+)");
   double slowest = 0;
   for (int r = 0; r < 4; ++r) {
     std::smatch m;
     ASSERT_TRUE(std::regex_search(elastic[r].output, m, recovered_line)) << elastic[r].output;
+    EXPECT_EQ(std::stoll(m[1]), kill_step + 1) << "rank " << r;
     const auto at =
-        std::chrono::system_clock::time_point(std::chrono::milliseconds(std::stoll(m[1])));
+        std::chrono::system_clock::time_point(std::chrono::milliseconds(std::stoll(m[2])));
     slowest = std::max(slowest, std::chrono::duration<double>(at - noticed).count());
   }
   std::printf("loss noticed -> every survivor's first step at world 4: %.2f s\n", slowest);
-  EXPECT_LT(slowest, 8.0);
+  EXPECT_LT(slowest, kRecoveryGoalSeconds + kRecoveryMarginSeconds);
   if (const auto at = elastic[0].output.find("[accel] generation 1"); at != std::string::npos) {
     std::printf("%s\n",
                 elastic[0].output.substr(at, elastic[0].output.find('\n', at) - at).c_str());

@@ -48,7 +48,7 @@ done
 # Machine $1's outgoing traffic at 40 Mbit/s (the others run at memory speed).
 slow_down() {
   tc -n "${ns[$1]}" qdisc add dev "${veth}$1" root tbf rate 40mbit burst 32kb latency 200ms ||
-    { echo "SKIP: tc tbf is not available here"; exit 77; }
+    skip "tc tbf is not available here (the kernel's sch_tbf)"
 }
 slow_down_remove() { tc -n "${ns[$1]}" qdisc del dev "${veth}$1" root; }
 (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$work/token")  # a strong token

@@ -11,6 +11,7 @@
 #include "launcher/config/diagnostics.h"
 #include "launcher/config/resolve.h"
 #include "tests/testing/files.h"
+#include "tests/testing/skip.h"
 
 namespace accel::launcher {
 namespace {
@@ -77,7 +78,7 @@ void ExpectPlan(const std::string& name, const Config& config, int gpus, const E
 }
 
 TEST(AccelerateConfigsTest, EveryGoldenConfigValidatesAndPlansAsAccelerateRunsIt) {
-  if (GoldenDir().empty()) GTEST_SKIP() << "ACCEL_SOURCE_DIR is not set (run through ctest)";
+  if (GoldenDir().empty()) ACCEL_SKIP_OR_FAIL("ACCEL_SOURCE_DIR is not set (run through ctest)");
   int seen = 0;
   for (const auto& entry : std::filesystem::directory_iterator(GoldenDir())) {
     const std::string name = entry.path().filename().string();
@@ -101,7 +102,7 @@ TEST(AccelerateConfigsTest, EveryGoldenConfigValidatesAndPlansAsAccelerateRunsIt
 }
 
 TEST(AccelerateConfigsTest, TheTwoMachineConfigKeepsItsRendezvous) {
-  if (GoldenDir().empty()) GTEST_SKIP() << "ACCEL_SOURCE_DIR is not set (run through ctest)";
+  if (GoldenDir().empty()) ACCEL_SKIP_OR_FAIL("ACCEL_SOURCE_DIR is not set (run through ctest)");
   accel::testing::TempDir home;
   ResolveOptions options;
   options.config_file = GoldenDir() + "/accelerate-1.13_two_machines_rank0.yaml";
