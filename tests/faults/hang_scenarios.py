@@ -1,6 +1,7 @@
 """Fault scenarios for the hang verdict (issue 25): one worker SIGSTOPped while the others wait in
 a collective, with steps of a few milliseconds (so the others enter the next all-reduce at once
-and the stopped rank is usually stopped inside a collective too) or with the fault suite's model.
+and the stopped rank is usually stopped inside a collective too; the fault suite's model is
+scenarios.py's hang-5s).
 Each trial stops the next rank of its machine in turn (trial 1: the machine's first rank, trial 2:
 its second, ...), so both ranks of the machine are covered. A trial passes when the job ends
 within hang_timeout + 5 s and BOTH machines name the stopped rank, by its observed state T, as the
@@ -79,8 +80,8 @@ HANG_SCENARIOS = {
     "hang-stop-fast-m1": stopped_worker(1, 2),
     # The same with a worker of machine 0 (the rendezvous host) stopped.
     "hang-stop-fast-m0": stopped_worker(0, 2),
-    # The fault suite's model (--batch-size 8), a worker of machine 1 stopped.
-    "hang-stop-model-m1": stopped_worker(1, 8),
+    # (The fault suite's model, a worker of machine 1 stopped, both machines naming it, is
+    # scenarios.py's hang-5s.)
     # Fast steps, a worker of machine 1 stopped while machine 1's launcher is starved of CPU.
     "hang-stop-starved-m1": stopped_worker(1, 2, starve_launcher=True),
 }
