@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Times the README's command (1) step by step: scripts/install-deps, a from-scratch build (a fresh
 # build directory, ccache off) and the training run, on this machine; prints a markdown table.
-# Run it as root on a fresh Debian 12 machine for the README's numbers ("How long command (1)
+# Run it as root on a fresh Debian 12 machine for docs/results.md's numbers ("How long command (1)
 # takes"). Nothing else should run: the build and the training use every core.
 #
-#   bench/command1_time.sh            # the real thing: fresh build in /tmp/accel-command1-build
+#   bench/command1_time.sh            # the real thing: a fresh build in a new $TMPDIR directory
 #   bench/command1_time.sh --quick    # a check that the script works: reuses build/ (no-op
 #                                     # build) and trains for a few steps
 #   bench/command1_time.sh --fresh-root
@@ -21,7 +21,7 @@ case "${1:-}" in
   --fresh-root)
     # shellcheck source=../tests/package/debian_root.sh
     source tests/package/debian_root.sh
-    root=$(mktemp -d /tmp/accel-command1-root.XXXXXX)
+    root=$(mktemp -d -t accel-command1-root.XXXXXX)
     trap 'debian_root_cleanup "$root"' EXIT
     debian_root "$root"
     umount "$root/var/cache/apt/archives"  # nothing downloaded earlier: a fresh machine's apt
@@ -46,7 +46,7 @@ if ((quick)); then
   /usr/bin/time -f '%U %S' -o "$cpu_log" scripts/build
 else
   # Outside the checkout, so the build directory's depth matches nothing in ccache either way.
-  build_dir=${ACCEL_COMMAND1_BUILD_DIR:-/tmp/accel-command1-build}
+  build_dir=${ACCEL_COMMAND1_BUILD_DIR:-$(mktemp -d -t accel-command1-build.XXXXXX)}
   rm -rf "$build_dir"
   CCACHE_DISABLE=1 ACCEL_BUILD_DIR="$build_dir" /usr/bin/time -f '%U %S' -o "$cpu_log" scripts/build
 fi

@@ -6,8 +6,8 @@ A, B, ... --runs times; the same accel-launch, train.bin and allreduce_bench bin
 --build), only LD_LIBRARY_PATH differs (their RUNPATH yields to it). Prints every run's numbers
 and the medians. Not a test.
 
-Usage: /usr/bin/python3 bench/libaccel_ab.py --build /work/main/build \\
-           --a /work/main/build/worker --b build/worker [--runs 5] [--steps 200] [--warmup 10]
+Usage: /usr/bin/python3 bench/libaccel_ab.py --build ../base/build \\
+           --a ../base/build/worker --b build/worker [--runs 5] [--steps 200] [--warmup 10]
            [--only ddp|allreduce]
 """
 import argparse

@@ -19,14 +19,19 @@ inline std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
+// Makes a fresh directory $TMPDIR/<prefix>_XXXXXX (TMPDIR unset: /tmp) and returns its path; ""
+// when it cannot. The caller removes it (tests keep it when they fail, to be read).
+inline std::string MakeTempDir(const std::string& prefix) {
+  const char* base = getenv("TMPDIR");
+  std::string pattern =
+      std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/" + prefix + "_XXXXXX";
+  return mkdtemp(pattern.data()) != nullptr ? pattern : "";
+}
+
 // A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
 class TempDir {
  public:
-  TempDir() {
-    const char* base = getenv("TMPDIR");
-    std::string pattern = std::string(base != nullptr ? base : "/tmp") + "/accel_test_XXXXXX";
-    path_ = mkdtemp(pattern.data()) != nullptr ? pattern : "";
-  }
+  TempDir() : path_(MakeTempDir("accel_test")) {}
   ~TempDir() {
     std::error_code ignored;
     if (!path_.empty()) std::filesystem::remove_all(path_, ignored);

@@ -11,17 +11,19 @@
 #     SOURCE  a git directory of accelerate (bare or not: TAG is archived from it, default
 #             v0.20.3), or an unpacked source tree (a directory with src/accelerate/ or
 #             accelerate/, e.g. an sdist: TAG is ignored, the tree's version is checked);
-#     DEST    where it goes (default /work/hf/accelerate-<version>); replaced if present.
+#     DEST    where it goes (default ${XDG_CACHE_HOME:-~/.cache}/accel-launch/accelerate-<version>);
+#             replaced if present.
 #   It checks that /usr/bin/python3 imports that version from DEST and prints
 #   "ACCEL_HF_ACCELERATE=<dir>": the directory to put on PYTHONPATH.
 #   e.g. tests/testing/hf_accelerate.sh install /path/to/accelerate.git v0.20.3
 #
 # Find (sourced by tests): hf_accelerate_dir VERSION prints the PYTHONPATH directory holding
 # accelerate VERSION, from $ACCEL_HF_ACCELERATE (that directory, or one with src/ below it), else
-# /work/hf/accelerate-VERSION; returns 1 and prints why on stderr when there is none.
+# ${XDG_CACHE_HOME:-~/.cache}/accel-launch/accelerate-VERSION; returns 1 and prints why on stderr
+# when there is none.
 set -euo pipefail
 
-hf_accelerate_default_dir() { echo "/work/hf/accelerate-$1"; }
+hf_accelerate_default_dir() { echo "${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/accel-launch/accelerate-$1"; }
 
 # Prints the version in DIR/accelerate/__init__.py, or nothing.
 hf_accelerate_version_in() {

@@ -85,7 +85,7 @@ int Run(const std::string& out_dir, const std::string& tag, const std::string& m
   o.bucket_bytes = 1024;
   // A survivor's Gloo send to a peer that already regrouped is not woken by the abort (Gloo's
   // closeConnections leaves a send waiting for the peer's receive): it ends at this deadline,
-  // well inside the peers' connect deadline below. See /work/notes/i25p.md.
+  // well inside the peers' connect deadline below (docs/design/in-place-recovery.md).
   o.collective_timeout = std::chrono::seconds(10);
   o.connect_timeout = std::chrono::seconds(60);
   o.loss_scaling = accel::LossScaling::kDynamic;  // the scaler's state must survive too

@@ -5,7 +5,7 @@
 set -euo pipefail
 build=$1
 src=$2
-work=$(mktemp -d /tmp/accel_install_XXXXXX)
+work=$(mktemp -d -t accel_install_XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --component worker --prefix "$work/prefix" >/dev/null
 test -f "$work/prefix/include/accel/accelerator.h"

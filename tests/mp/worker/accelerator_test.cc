@@ -22,6 +22,7 @@
 
 #include "common/exit_codes.h"
 #include "rendezvous/grpc/server.h"
+#include "tests/testing/files.h"
 
 namespace {
 
@@ -36,9 +37,8 @@ struct RankResult {
 class WorkerMpTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/accel_worker_mp_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    dir_ = accel::testing::MakeTempDir("accel_worker_mp");
+    ASSERT_FALSE(dir_.empty());
   }
   void TearDown() override {
     if (!HasFailure()) fs::remove_all(dir_);

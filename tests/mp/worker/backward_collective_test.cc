@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/exit_codes.h"
+#include "tests/testing/files.h"
 #include "tests/testing/mp_ranks.h"
 
 namespace {
@@ -18,9 +19,8 @@ namespace {
 namespace fs = std::filesystem;
 
 void ExpectOneOrder(const std::string& run_id, const std::map<std::string, std::string>& env) {
-  char tmpl[] = "/tmp/accel_backward_collective_XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
+  const std::string dir = accel::testing::MakeTempDir("accel_backward_collective");
+  ASSERT_FALSE(dir.empty());
   const auto results = accel::testing::RunRanks(BACKWARD_COLLECTIVE_RANK_PATH, 2, 0, {"30"}, env,
                                                 dir, run_id, std::chrono::seconds(120));
   bool ok = true;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/exit_codes.h"
+#include "tests/testing/files.h"
 #include "tests/testing/mp_ranks.h"
 
 namespace {
@@ -25,9 +26,8 @@ namespace fs = std::filesystem;
 class ContractTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/accel_contract_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    dir_ = accel::testing::MakeTempDir("accel_contract");
+    ASSERT_FALSE(dir_.empty());
   }
   void TearDown() override {
     if (!HasFailure()) fs::remove_all(dir_);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/exit_codes.h"
+#include "tests/testing/files.h"
 #include "tests/testing/mp_ranks.h"
 #include "worker/src/elastic/generation.h"
 
@@ -90,9 +91,8 @@ StepRecord ParseRecord(const std::string& line) {
 class WorkerRecoveryTest : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/accel_recovery_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    dir_ = accel::testing::MakeTempDir("accel_recovery");
+    ASSERT_FALSE(dir_.empty());
   }
   void TearDown() override {
     if (!HasFailure()) fs::remove_all(dir_);

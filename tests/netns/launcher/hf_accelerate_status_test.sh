@@ -4,7 +4,7 @@
 # namespaces; status --json lists 4 ranks stepping (steps/s > 0), the live line shows the step,
 # a slowed rank is named. accelerate is not a Debian package and PyPI is unreachable here, so it
 # comes from outside the repository (tests/testing/hf_accelerate.sh: ACCEL_HF_ACCELERATE, else
-# /work/hf/accelerate-0.20.3); without it the test skips with that reason, also under CI (it is
+# ~/.cache/accel-launch/accelerate-0.20.3); without it the test skips with that reason, also under CI (it is
 # not something CI provides, like a GPU).
 # Usage: hf_accelerate_status_test.sh <accel-launch> <train.bin>
 set -euo pipefail

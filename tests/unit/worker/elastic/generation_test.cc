@@ -9,6 +9,8 @@
 #include <string>
 #include <thread>
 
+#include "tests/testing/files.h"
+
 namespace accel::worker {
 namespace {
 
@@ -64,9 +66,9 @@ TEST(GenerationTest, MissingOrInconsistentValuesAreRefused) {
 }
 
 TEST(GenerationTest, WatchCallsOnceForANewerGenerationAndWaitReturnsIt) {
-  char tmpl[] = "/tmp/accel_generation_XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  const std::string path = std::string(tmpl) + "/gen";
+  const accel::testing::TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  const std::string path = dir.path() + "/gen";
   std::string error;
   ASSERT_TRUE(WriteGeneration(path, Sample(0), &error)) << error;
   std::atomic<int> calls{0};
@@ -89,7 +91,6 @@ TEST(GenerationTest, WatchCallsOnceForANewerGenerationAndWaitReturnsIt) {
   }
   EXPECT_FALSE(WaitForGeneration(path, 1, std::chrono::milliseconds(50), &error).has_value());
   EXPECT_NE(error.find("still generation 1"), std::string::npos) << error;
-  std::filesystem::remove_all(tmpl);
 }
 
 }  // namespace
