@@ -39,7 +39,7 @@ ACCEL_PACKAGE_BUILD_DIR=$build-package "$src/scripts/package" "$work/debs"
 ls -l "$work/debs"
 
 step "lintian"
-# Errors fail the test; warnings are printed (README "Installing on a cluster").
+# Errors fail the test; warnings are printed (docs/install.md "Installing on a cluster").
 lintian --fail-on error --tag-display-limit 0 "$work/debs"/*.deb
 
 step "a clean Debian 12 root"
