@@ -45,6 +45,10 @@ inline constexpr char kKmpBlocktime[] = "KMP_BLOCKTIME";
 // Ours.
 // host:port of the rendezvous server's KV store; "file:///dir" for a file store.
 inline constexpr char kStoreEndpoint[] = "ACCEL_STORE_ENDPOINT";
+// The rendezvous attempt (membership generation) whose store namespace the workers use: raised by
+// every membership change, joins included (TORCHELASTIC_RESTART_COUNT counts only failures, so two
+// generations could share one namespace and read each other's keys).
+inline constexpr char kStoreAttempt[] = "ACCEL_STORE_ATTEMPT";
 // The job's rendezvous token: proves the worker to the store (TLS certificates derived from it
 // over TCP, never sent; call metadata on a one-machine job's Unix socket).
 inline constexpr char kRdzvToken[] = "ACCEL_RDZV_TOKEN";

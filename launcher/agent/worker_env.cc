@@ -15,17 +15,29 @@ namespace {
 
 // Variables only this launcher sets: never taken from its own environment.
 bool Owned(absl::string_view name) {
-  static const char* const kOwned[] = {env::kRank,          env::kLocalRank,
-                                       env::kWorldSize,     env::kLocalWorldSize,
-                                       env::kGroupRank,     env::kGroupWorldSize,
-                                       env::kRoleRank,      env::kRoleWorldSize,
-                                       env::kRoleName,      env::kMasterAddr,
-                                       env::kMasterPort,    env::kRestartCount,
-                                       env::kMaxRestarts,   env::kRunId,
-                                       env::kStoreEndpoint, env::kRdzvToken,
-                                       env::kTlsCaFile,     env::kErrorFile,
-                                       env::kBackend,       env::kProgressFile,
-                                       env::kLocalAddr,     env::kCollectiveTimeoutMs,
+  static const char* const kOwned[] = {env::kRank,
+                                       env::kLocalRank,
+                                       env::kWorldSize,
+                                       env::kLocalWorldSize,
+                                       env::kGroupRank,
+                                       env::kGroupWorldSize,
+                                       env::kRoleRank,
+                                       env::kRoleWorldSize,
+                                       env::kRoleName,
+                                       env::kMasterAddr,
+                                       env::kMasterPort,
+                                       env::kRestartCount,
+                                       env::kMaxRestarts,
+                                       env::kRunId,
+                                       env::kStoreEndpoint,
+                                       env::kStoreAttempt,
+                                       env::kRdzvToken,
+                                       env::kTlsCaFile,
+                                       env::kErrorFile,
+                                       env::kBackend,
+                                       env::kProgressFile,
+                                       env::kLocalAddr,
+                                       env::kCollectiveTimeoutMs,
                                        env::kGenerationFile};
   return std::any_of(std::begin(kOwned), std::end(kOwned),
                      [name](const char* owned) { return name == owned; });
@@ -96,7 +108,10 @@ void AddOmpThreads(const LaunchPlan& plan, bool inherited, Vars* vars) {
 void AddOurVars(const LaunchPlan& plan, const RendezvousResult& rdzv, const WorkerFiles& files,
                 Vars* vars) {
   Vars& v = *vars;
-  if (!rdzv.store_endpoint.empty()) v[env::kStoreEndpoint] = rdzv.store_endpoint;
+  if (!rdzv.store_endpoint.empty()) {
+    v[env::kStoreEndpoint] = rdzv.store_endpoint;
+    v[env::kStoreAttempt] = absl::StrCat(rdzv.attempt);
+  }
   if (!rdzv.local_addr.empty()) v[env::kLocalAddr] = rdzv.local_addr;
   if (!rdzv.token.empty()) v[env::kRdzvToken] = rdzv.token;
   if (!rdzv.tls_ca_file.empty()) v[env::kTlsCaFile] = rdzv.tls_ca_file;

@@ -1,8 +1,8 @@
 // ConnectStore: the worker side of the KV store served by RendezvousServer.
 //
 // Workers read ACCEL_STORE_ENDPOINT and ACCEL_RDZV_TOKEN from their environment and use the
-// namespace of their attempt (StoreNamespace(TORCHELASTIC_RUN_ID, TORCHELASTIC_RESTART_COUNT)),
-// so keys of different runs and attempts never collide.
+// namespace of their attempt (StoreNamespace(TORCHELASTIC_RUN_ID, ACCEL_STORE_ATTEMPT): every
+// membership change is a new attempt), so keys of different runs and generations never collide.
 //
 // The returned Store is thread-safe. Each call is one RPC with deadline
 // max(timeout, 0) + options' rpc_deadline; server-side waits end exactly at `timeout` with

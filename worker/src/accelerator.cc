@@ -205,7 +205,8 @@ Accelerator::Accelerator(Options options) : state_(std::make_unique<internal::Ac
   if (std::optional<worker::Generation> joining = internal::JoiningGeneration(s)) {
     internal::JoinRunningJob(s, *joining);  // an in-place job's new machine: the job's state
   } else {
-    internal::ConnectGroup(s, EnvInt(env::kRestartCount, 0),
+    // The store namespace of this generation (joins raise it; the restart count alone does not).
+    internal::ConnectGroup(s, EnvInt(env::kStoreAttempt, EnvInt(env::kRestartCount, 0)),
                            "pg" + std::to_string(s.group_id) + "/");
   }
   internal::StartGenerationWatch(s);

@@ -48,7 +48,7 @@ struct Options {
   // not enough: a world > 1 without a store endpoint (and without MPI) is an error.
   std::string store_endpoint;
   std::string rdzv_token;  // ACCEL_RDZV_TOKEN
-  std::string run_id;      // TORCHELASTIC_RUN_ID + restart count: the store namespace.
+  std::string run_id;      // TORCHELASTIC_RUN_ID + ACCEL_STORE_ATTEMPT: the store namespace.
   // ACCEL_COLLECTIVE_TIMEOUT_MS: accel-launch sets it above its hang timeout.
   std::chrono::milliseconds collective_timeout = defaults::kCollectiveTimeout;
   std::chrono::milliseconds connect_timeout = defaults::kConnectTimeout;

@@ -67,8 +67,9 @@ TEST(WorkerEnvTest, MultiMachineCpuWorkerGetsTheExactContract) {
   rdzv.restart_count = 1;
   rdzv.group_rank = 1;
   rdzv.group_world_size = 2;
-  const std::vector<std::string> base = {"PATH=/bin", "RANK=99", "ACCEL_STORE_ENDPOINT=stale",
-                                         "HOME=/root", "KMP_BLOCKTIME=50"};
+  const std::vector<std::string> base = {
+      "PATH=/bin",  "RANK=99",         "ACCEL_STORE_ENDPOINT=stale", "ACCEL_STORE_ATTEMPT=7",
+      "HOME=/root", "KMP_BLOCKTIME=50"};
   const Env env = ToMap(WorkerEnv(plan, rdzv, 1, WorkerFiles{"/tmp/e.json", "/tmp/p", ""}, base));
   const Env want = With(kDynamo, {
                                      {"PATH", "/bin"},
@@ -95,6 +96,8 @@ TEST(WorkerEnvTest, MultiMachineCpuWorkerGetsTheExactContract) {
                                      {"ACCELERATE_DEBUG_MODE", "true"},
                                      {"ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "4"},
                                      {"ACCEL_STORE_ENDPOINT", "10.0.0.1:29500"},
+                                     // the generation's store namespace, not the restart count
+                                     {"ACCEL_STORE_ATTEMPT", "2"},
                                      {"ACCEL_RDZV_TOKEN", "secret"},
                                      {"ACCEL_ERROR_FILE", "/tmp/e.json"},
                                      {"ACCEL_BACKEND", "gloo"},
