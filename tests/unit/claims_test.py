@@ -70,8 +70,9 @@ class TablesTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "t.csv")
             with open(path, "w") as f:
-                f.write("bytes,us\n4096,0.7\n")
-            self.assertEqual(claims.csv_table(path), "| bytes | us |\n|---|---|\n| 4096 | 0.7 |")
+                f.write("bytes,us,torch_us\n4096,0.7,289.6445002988912\n8192,0.05,3.14159\n")
+            self.assertEqual(claims.csv_table(path), "| bytes | us | torch_us |\n|---|---|---|\n"
+                             "| 4096 | 0.7 | 289.6 |\n| 8192 | 0.05 | 3.14 |")
 
 
 class RunTest(unittest.TestCase):
