@@ -7,6 +7,8 @@ every file outside build*/ and dot folders):
   testing::MakeTempDir): no absolute /tmp/... in scripts (shell, Python, CMake), no /tmp/...XXXXXX
   template in C++ (other C++ strings are test data, never created); ALLOWED_TMP lists the
   exceptions with their reason;
+- no session notes: nothing under docs/notes/, no *session*.md (design reasoning goes in
+  docs/design/, what a session did in its report);
 - no source file over 450 lines; README.md at most 350 lines;
 - every relative link in a tracked markdown file resolves: the file exists and, with #anchor,
   the file has that heading (GitHub's anchors).
@@ -116,6 +118,8 @@ def check(root):
     problems = []
     me = os.path.relpath(os.path.abspath(__file__), os.path.abspath(root))
     for rel in sorted(tracked_files(root)):
+        if rel.startswith("docs/notes/") or re.search(r"session[^/]*\.md$", rel.lower()):
+            problems.append(f"{rel}: a session note (docs/design/ holds lasting reasoning)")
         text = read_text(os.path.join(root, rel))
         if text is None:
             continue
@@ -147,6 +151,7 @@ def self_test():
         "c.cc": "int x;\n" * (MAX_SOURCE_LINES + 1),
         "README.md": "line\n" * (MAX_README_LINES + 1),
         "d.md": "[x](missing.md) [y](e.md#nowhere)\n",
+        "i42-session2.md": "what I did\n",
     }
     clean = {"a.sh": 'x=$(mktemp -d -t x.XXXXXX); y="$root/tmp/a"; z="$w"/tmp/b\n',
              "f.cc": 'Parse({"--log_dir", "/tmp/l"});\n',
@@ -180,7 +185,8 @@ def main():
         print(p)
     if problems:
         sys.exit(f"{len(problems)} breach(es) of the repository's rules")
-    print("repository: no machine path, no fixed /tmp name, sizes within bounds, links resolve")
+    print("repository: no machine path, no fixed /tmp name, no session note, sizes within bounds, "
+          "links resolve")
 
 
 if __name__ == "__main__":
