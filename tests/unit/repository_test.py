@@ -24,7 +24,7 @@ import tempfile
 
 MACHINE_PATH = re.compile("/" + "work/|/" + "home/")
 # An absolute /tmp/ path in a script: /tmp/ not preceded by a path character ($root/tmp/ is fine).
-FIXED_TMP = re.compile(r"(?:^|[\s=(:,{\[<])[\"']?/tmp/")
+FIXED_TMP = re.compile(r"(?:^|[\s=(:,{\[<-])[\"']?/tmp/")
 # A mkdtemp/mkstemp template under a fixed /tmp in C++.
 FIXED_TMP_CXX = re.compile(r"\"/tmp/[^\"]*XXXXXX")
 CXX_EXT = (".cc", ".h", ".cpp", ".c")
@@ -147,6 +147,7 @@ def self_test():
         "a.sh": 'x=$(mktemp -d /tmp/x.XXXXXX)\n',
         "f.cc": 'char t[] = "/tmp/x_XXXXXX";\n',
         "g.py": 'out = "/tmp/result.json"\n',
+        "h.sh": 'd=${BUILD_DIR:-/tmp/build}\n',
         "b.py": "p = '/" + "home/someone/data'\n",
         "c.cc": "int x;\n" * (MAX_SOURCE_LINES + 1),
         "README.md": "line\n" * (MAX_README_LINES + 1),
