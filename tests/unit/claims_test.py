@@ -75,6 +75,15 @@ class TablesTest(unittest.TestCase):
                              "| 4096 | 0.7 | 289.6 |\n| 8192 | 0.05 | 3.14 |")
 
 
+    def test_json_table(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.json")
+            with open(path, "w") as f:
+                f.write('[{"model": "m", "ratio": 1.02041, "q": [0.88, 1.16], "raw": [1, 2]}]')
+            self.assertEqual(claims.json_table(path, ["model", "ratio", "q"]),
+                             "| model | ratio | q |\n|---|---|---|\n| m | 1.02 | 0.88–1.16 |")
+
+
 class RunTest(unittest.TestCase):
     def run_fake(self, command):
         with tempfile.TemporaryDirectory() as root:
