@@ -241,7 +241,11 @@ void ProgressExchange::ReadVerdict() {
 }
 
 void ProgressExchange::SettleVerdict() {
-  const bool late = absl::Now() >= proposed_at_ + options_.report_wait;
+  const absl::Time now = absl::Now();
+  const bool late = now >= proposed_at_ + options_.report_wait;
+  // A verdict inferred from idle times while a machine's report is missing waits longer: that
+  // machine's launcher may be starved, and its report is the one that can show a stopped process.
+  const bool last_chance = now >= proposed_at_ + options_.report_wait + options_.hang_timeout;
   // The counter says when there are reports to read, so waiting costs one call per poll.
   std::int64_t counted = 0;
   absl::StatusOr<std::string> count = store_->Get(kReportsKey, absl::ZeroDuration());
@@ -269,6 +273,17 @@ void ProgressExchange::SettleVerdict() {
       std::vector<RankSnapshot> last_read = OthersLocked(absl::Now());
       last_read.insert(last_read.end(), own_.begin(), own_.end());
       decided = DecideJobVerdict(reports_, last_read, proposal_->job_idle_for, proposal_->busy);
+    }
+    if (!complete && !last_chance && !decided.stopped) {
+      // Only a stop seen in a copy is worth deciding on without every report; otherwise adopt a
+      // verdict another machine decided, or wait for the missing reports.
+      absl::StatusOr<std::string> value = store_->Get(kVerdictKey, absl::ZeroDuration());
+      if (!value.ok()) return;
+      std::optional<HangVerdict> verdict = DecodeVerdict(*value);
+      if (!verdict.has_value()) return;
+      absl::MutexLock lock(&mu_);
+      settled_ = std::move(verdict);
+      return;
     }
     absl::StatusOr<std::string> value = store_->CompareSet(kVerdictKey, "", EncodeVerdict(decided));
     if (!value.ok()) return;  // tried again next poll; HangWatch's settle timeout bounds it

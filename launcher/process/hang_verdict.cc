@@ -106,6 +106,7 @@ HangVerdict DiagnoseHang(const std::vector<RankSnapshot>& input, absl::Duration 
   int root = PickStopped(ranks);
   if (root >= 0) {
     verdict.why = "is stopped (process state T: SIGSTOP or a debugger)";
+    verdict.stopped = true;
   } else if ((root = PickBehind(ranks, &reached)) >= 0) {
     verdict.why = BehindWhy(ranks[root], reached);
     verdict.busy = busy;
@@ -198,9 +199,10 @@ std::optional<std::vector<RankSnapshot>> DecodeSnapshots(absl::string_view text)
 }
 
 std::string EncodeVerdict(const HangVerdict& v) {
-  std::string out = absl::StrCat(
-      v.rank, "\t", v.machine_rank, "\t", Clean(v.host), "\t", v.inferred ? 1 : 0, "\t",
-      absl::ToInt64Milliseconds(v.job_idle_for), "\t", v.busy ? 1 : 0, "\n", Clean(v.why), "\n");
+  std::string out =
+      absl::StrCat(v.rank, "\t", v.machine_rank, "\t", Clean(v.host), "\t", v.inferred ? 1 : 0,
+                   "\t", absl::ToInt64Milliseconds(v.job_idle_for), "\t", v.busy ? 1 : 0, "\t",
+                   v.stopped ? 1 : 0, "\n", Clean(v.why), "\n");
   for (const std::string& other : v.others) absl::StrAppend(&out, Clean(other), "\n");
   return out;
 }
@@ -210,16 +212,18 @@ std::optional<HangVerdict> DecodeVerdict(absl::string_view text) {
   if (lines.size() < 2) return std::nullopt;
   std::vector<absl::string_view> f = absl::StrSplit(lines[0], '\t');
   HangVerdict v;
-  int inferred = 0, busy = 0;
+  int inferred = 0, busy = 0, stopped = 0;
   std::int64_t idle_ms = 0;
-  if (f.size() != 6 || !absl::SimpleAtoi(f[0], &v.rank) ||
+  if (f.size() != 7 || !absl::SimpleAtoi(f[0], &v.rank) ||
       !absl::SimpleAtoi(f[1], &v.machine_rank) || !absl::SimpleAtoi(f[3], &inferred) ||
-      !absl::SimpleAtoi(f[4], &idle_ms) || !absl::SimpleAtoi(f[5], &busy)) {
+      !absl::SimpleAtoi(f[4], &idle_ms) || !absl::SimpleAtoi(f[5], &busy) ||
+      !absl::SimpleAtoi(f[6], &stopped)) {
     return std::nullopt;
   }
   v.host = std::string(f[2]);
   v.inferred = inferred != 0;
   v.busy = busy != 0;
+  v.stopped = stopped != 0;
   v.job_idle_for = absl::Milliseconds(idle_ms);
   v.why = std::string(lines[1]);
   for (std::size_t i = 2; i < lines.size(); ++i) v.others.emplace_back(lines[i]);

@@ -42,6 +42,7 @@ struct HangVerdict {
   std::string host;
   bool inferred = false;  // named from idle times alone
   bool busy = false;      // found by StalledInCollective: the job used CPU, but no rank advanced
+  bool stopped = false;   // the root cause was seen stopped (process state T)
   std::string why;        // e.g. "is stopped (process state T: SIGSTOP or a debugger)"
   std::vector<std::string> others;  // one line per other rank, e.g. "rank 1: waiting in ..."
   absl::Duration job_idle_for;      // how long no rank had advanced, used CPU or written output

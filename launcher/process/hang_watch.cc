@@ -65,7 +65,10 @@ HangWatch::Action HangWatch::Check(absl::Time now,
   }
   job_->Propose(verdict_);
   phase_ = Phase::kSettling;
-  deadline_ = now + options_.settle_timeout;
+  // An inference from this machine's copies waits as long as the exchange does for the reports
+  // that may show a stopped process (a starved launcher's), before acting on its own.
+  deadline_ = now + options_.settle_timeout +
+              (verdict_.inferred ? options_.hang_timeout : absl::ZeroDuration());
   return Action::kNone;
 }
 

@@ -32,9 +32,15 @@ def root_row(machine: int, rank: int) -> str:
     return rf"root cause\s+{machine}\s+\S+\s+{rank}\s"
 
 
-def stopped_worker(machine: int, batch_size: int, starve_launcher: bool = False):
+# Starved past the other machine's report wait (4 publish periods, 2 s) too: it decided from its
+# stale copy alone, an inference naming a rank of its own (issue 35's wrong verdict).
+FREEZE_LONG = HANG_TIMEOUT + 3.5
+
+
+def stopped_worker(machine: int, batch_size: int, starve_launcher: bool = False,
+                   freeze: float = FREEZE):
     """With `starve_launcher`, the machine's launcher gets no CPU (SIGSTOP) from just before the
-    worker is stopped until FREEZE seconds after, past the moment the other machine finds the job
+    worker is stopped until `freeze` seconds after, past the moment the other machine finds the job
     hung: the other machine's copy of this machine's ranks predates the stop (issue 25's wrong
     verdict, reproduced on purpose; a busy machine's launcher is starved like this)."""
     turn = itertools.count()
@@ -56,12 +62,12 @@ def stopped_worker(machine: int, batch_size: int, starve_launcher: bool = False)
         start = time.monotonic()
         os.kill(workers[rank], signal.SIGSTOP)
         if starve_launcher:
-            time.sleep(FREEZE)
+            time.sleep(freeze)
             os.kill(launcher, signal.SIGCONT)
         # Starved: when the other machine found no hang before the launcher resumed, what the
         # launcher sees on resuming (its ranks' records moved since its last sample) is activity,
         # and the hang is found a hang timeout later.
-        bound = HANG_TIMEOUT + 5 + (HANG_TIMEOUT if starve_launcher else 0)
+        bound = HANG_TIMEOUT + 5 + (max(HANG_TIMEOUT, freeze) if starve_launcher else 0)
         ended = job.finish(bound + 20)
         seconds = time.monotonic() - start
         ended = ended and seconds <= bound
@@ -84,4 +90,8 @@ HANG_SCENARIOS = {
     # scenarios.py's hang-5s.)
     # Fast steps, a worker of machine 1 stopped while machine 1's launcher is starved of CPU.
     "hang-stop-starved-m1": stopped_worker(1, 2, starve_launcher=True),
+    # The same, the launcher starved past the other machine's report wait (issue 35).
+    "hang-stop-starved-long-m1": stopped_worker(1, 2, starve_launcher=True, freeze=FREEZE_LONG),
+    # The fault suite's model, a worker of machine 0 stopped.
+    "hang-stop-model-m0": stopped_worker(0, 8),
 }

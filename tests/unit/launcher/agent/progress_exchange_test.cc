@@ -270,5 +270,46 @@ TEST(ProgressExchangeTest, AReportIsSampledAfterTheHangWasReported) {
   }
 }
 
+// Issue 35: machine 1's launcher is starved past the report wait. Machine 0's copy of its ranks
+// predates the stop of rank 3, so machine 0 alone can only infer (rank 0 went idle first, on a
+// healthy machine). An inference does not settle while a report is missing: machine 1's report,
+// a second late, shows the stop, and both machines name rank 3 (an inferred verdict would evict
+// the healthy machine under --nnodes).
+TEST(ProgressExchangeTest, AnInferenceWaitsForTheStarvedMachinesReport) {
+  rendezvous::InMemoryStore base;
+  std::vector<Machine> machines(2);
+  const absl::Time start = absl::Now();
+  for (int m = 0; m < 2; ++m) {
+    ExchangeOptions options = Options(m, 2);
+    options.hang_timeout = absl::Seconds(3);
+    options.report_wait = absl::Milliseconds(300);
+    machines[static_cast<std::size_t>(m)].machine = m;
+    machines[static_cast<std::size_t>(m)].idle_at_start = {absl::Seconds(9 - 3 * m),
+                                                           absl::Seconds(9 - 3 * m)};
+    machines[static_cast<std::size_t>(m)].exchange = std::make_unique<ProgressExchange>(
+        std::make_unique<SlowStore>(base, absl::ZeroDuration()), options);
+    machines[static_cast<std::size_t>(m)].Publish(start);
+  }
+  const absl::Time deadline = start + absl::Seconds(10);
+  while (machines[0].exchange->OtherRanks(absl::Now()).empty() && absl::Now() < deadline) {
+    machines[0].Publish(start);
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  machines[1].stopped_rank = 3;  // machine 1's launcher samples it only a second later
+  machines[0].Publish(start);
+  machines[0].Propose(start);
+  absl::SleepFor(absl::Seconds(1));
+  EXPECT_FALSE(machines[0].exchange->Settled().has_value())
+      << EncodeVerdict(machines[0].exchange->Settled().value_or(HangVerdict{}));
+  machines[1].Publish(start);
+  for (const Machine& m : machines) {
+    std::optional<HangVerdict> v = DecodeVerdict(AwaitVerdict(*m.exchange));
+    ASSERT_TRUE(v.has_value());
+    EXPECT_EQ(v->rank, 3);
+    EXPECT_EQ(v->machine_rank, 1);
+    EXPECT_THAT(DescribeVerdict(*v), HasSubstr("is stopped (process state T"));
+  }
+}
+
 }  // namespace
 }  // namespace accel::launcher

@@ -110,6 +110,7 @@ TEST(HangVerdictTest, SnapshotsAndVerdictsSurviveTheirEncoding) {
   EXPECT_EQ(back->rank, 1);
   EXPECT_EQ(back->machine_rank, 1);
   EXPECT_EQ(back->why, v.why);
+  EXPECT_EQ(back->stopped, v.stopped);
   EXPECT_EQ(back->others, v.others);
   EXPECT_EQ(DescribeVerdict(*back), DescribeVerdict(v));
   EXPECT_FALSE(DecodeVerdict("garbage").has_value());

@@ -126,9 +126,26 @@ TEST(HangWatchTest, AnUnsettledProposalFallsBackToThisMachinesVerdict) {
   watch.Watch(2, 100, "", t0);
   EXPECT_EQ(watch.Check(t0 + absl::Seconds(6), NoOutput), HangWatch::Action::kNone);
   EXPECT_EQ(watch.Check(t0 + absl::Seconds(6.5), NoOutput), HangWatch::Action::kNone);
-  EXPECT_EQ(watch.Check(t0 + absl::Seconds(7), NoOutput), HangWatch::Action::kEndLocal);
+  // Its own verdict is inferred (no progress, no stop): it waits the settle timeout and another
+  // hang timeout for the reports that could show a stop elsewhere (issue 35), then acts alone.
+  EXPECT_EQ(watch.Check(t0 + absl::Seconds(11.5), NoOutput), HangWatch::Action::kNone);
+  EXPECT_EQ(watch.Check(t0 + absl::Seconds(12), NoOutput), HangWatch::Action::kEndLocal);
   EXPECT_EQ(watch.verdict().rank, 2);
   EXPECT_FALSE(watch.agreed());  // this machine's own: elastic membership does not act on it
+}
+
+// A verdict naming a stop this machine sees falls back after the settle timeout alone.
+TEST(HangWatchTest, AnUnsettledStopFallsBackAfterTheSettleTimeout) {
+  FakeJobProgress job;
+  job.job_idle = absl::Seconds(6);
+  HangWatchOptions options = Options(1);
+  options.sample_tree = [](pid_t) { return ProcessTreeSample{true, true, 0, 0}; };  // stopped
+  HangWatch watch(options, &job);
+  watch.Watch(2, 100, "", t0);
+  EXPECT_EQ(watch.Check(t0 + absl::Seconds(6), NoOutput), HangWatch::Action::kNone);
+  EXPECT_EQ(watch.Check(t0 + absl::Seconds(7), NoOutput), HangWatch::Action::kEndLocal);
+  EXPECT_EQ(watch.verdict().rank, 2);
+  EXPECT_TRUE(watch.verdict().stopped);
 }
 
 // A rank with collective counts, for the stall rule.
