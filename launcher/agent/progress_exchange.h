@@ -12,7 +12,9 @@
 // The job's verdict (issue 25): a machine that proposes one writes its report and waits until
 // every machine's report is in (or options.report_wait ran out, for a machine that does not
 // answer), then decides with DecideJobVerdict over the reports (the last progress read stands in
-// for a missing one) and stores the result if none is stored yet; every machine adopts the stored
+// for a missing one; without every report only a stopped rank settles it until another
+// hang_timeout has passed: docs/design/hang-verdicts.md) and stores the result if none is stored
+// yet; every machine adopts the stored
 // verdict, also one that never proposed (Settled, which HangWatch acts on). A machine learns of
 // the hang from the report counter, read every period, and reports a sample of its ranks taken
 // after that, so the decision rests on each machine's own fresh observation (a stopped process is
