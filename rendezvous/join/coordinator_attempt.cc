@@ -183,6 +183,18 @@ absl::Status JoinCoordinator::Report(const v1::ReportRequest& request, absl::Tim
                           request.attempt(), request.machine_secret());
     if (!status.ok()) return status;
     if (request.attempt() < attempt_) return absl::OkStatus();  // already restarted
+    // An attempt that ended stays ended: a RESTART or HANG report after the abort (or the end)
+    // would start an attempt that waits rdzv_timeout for machines that have already exited.
+    // A later FAILURE or DONE changes nothing either (the first failure is the root cause).
+    if (phase_ == Phase::kAborted || phase_ == Phase::kDone) {
+      if (request.kind() != v1::ReportRequest::RESTART &&
+          request.kind() != v1::ReportRequest::HANG) {
+        return absl::OkStatus();
+      }
+      return absl::FailedPreconditionError(
+          absl::StrCat("report to rendezvous: attempt ", attempt_, " already ",
+                       phase_ == Phase::kDone ? "finished" : "aborted", ": nothing to restart"));
+    }
     // A machine reports about itself only (its secret was checked above).
     v1::RootCause cause = request.cause();
     cause.set_machine_rank(request.machine_rank());

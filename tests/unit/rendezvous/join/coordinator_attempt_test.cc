@@ -112,6 +112,38 @@ TEST_F(CoordinatorTest, RestartStartsTheNextAttempt) {
   EXPECT_EQ(results_[0][0]->store_namespace(), "r1/1");
 }
 
+// Issue 35: an attempt that ended stays ended. A RESTART report that arrives after another
+// machine's failure aborted the attempt (machine 0 restarting its workers in the same moment)
+// used to start attempt 1, which then waited rdzv_timeout for machines that had exited.
+TEST_F(CoordinatorTest, AReportCannotReviveAnAbortedAttempt) {
+  JoinAll({1, 1, 1});
+  auto s0 = WatchAs(0);
+  ASSERT_TRUE(Report(1, v1::ReportRequest::FAILURE, "rank 1 exited with 3").ok());
+  const absl::Status restart = Report(0, v1::ReportRequest::RESTART, "rank 0 died");
+  EXPECT_EQ(restart.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(restart.message()), HasSubstr("attempt 0 already aborted"));
+  EXPECT_EQ(Report(2, v1::ReportRequest::HANG, "rank 2 hung").code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Report(2, v1::ReportRequest::FAILURE, "rank 2 got SIGTERM").ok());  // not the cause
+  ASSERT_EQ(s0->events.size(), 1u);
+  EXPECT_EQ(s0->events[0].kind(), v1::Event::ABORT);
+  EXPECT_EQ(s0->events[0].root_cause().message(), "rank 1 exited with 3");
+  auto late = WatchAs(2);  // still the abort, not a restart
+  ASSERT_EQ(late->events.size(), 1u);
+  EXPECT_EQ(late->events[0].kind(), v1::Event::ABORT);
+}
+
+TEST_F(CoordinatorTest, AReportCannotReviveAFinishedAttempt) {
+  JoinAll({1, 1, 1});
+  auto s0 = WatchAs(0);
+  for (int rank : {0, 1, 2}) ASSERT_TRUE(Report(rank, v1::ReportRequest::DONE).ok());
+  const absl::Status restart = Report(1, v1::ReportRequest::RESTART, "late");
+  EXPECT_EQ(restart.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(restart.message()), HasSubstr("attempt 0 already finished"));
+  ASSERT_EQ(s0->events.size(), 1u);
+  EXPECT_EQ(s0->events[0].kind(), v1::Event::DONE);
+}
+
 TEST_F(CoordinatorTest, ShutdownFailsWaitersAndClosesWatches) {
   Join(Request(0, 1));
   coordinator_->Shutdown();
