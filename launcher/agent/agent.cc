@@ -61,6 +61,16 @@ std::optional<int> Agent::ResolveCommand() {
     return kExitUsage;
   }
   command_ = *std::move(command);
+  if (plan_.in_place && command_.python) {
+    // Its workers cannot regroup: kept through a change, each would fail and evict its machine.
+    Notice(absl::StrCat(
+        "launch: elastic_in_place keeps the workers through membership changes, which only a "
+        "program that calls libaccel's Accelerator::recover() survives; ",
+        request_.argv.front(),
+        " runs Python: drop --elastic_in_place (its workers restart at each generation with "
+        "the torchrun environment)"));
+    return kExitUsage;
+  }
   return std::nullopt;
 }
 

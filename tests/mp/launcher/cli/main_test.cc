@@ -26,6 +26,7 @@ namespace {
 
 using accel::testing::TempDir;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::ReadFile;
 
 struct Result {
@@ -363,6 +364,23 @@ TEST_F(CliBinaryTest, EnvJsonHasTypedValues) {
       "assert c[\"main_process_ip\"] is None and c[\"ranks_filter\"] == [], c; "
       "assert c[\"monitor_interval\"] == 0.1 and c[\"downcast_bf16\"] is False, c' ";
   EXPECT_EQ(std::system((check + out).c_str()), 0) << json.out;
+}
+
+// Issue 35: a Python program's workers cannot recover in place; forcing it is refused up front
+// (kept, each would fail at the first change and evict its machine: a cascade).
+TEST_F(CliBinaryTest, InPlaceIsRefusedForAPythonProgram) {
+  const std::string script = dir_.Write("train.py", "print('hi')\n");
+  Result r = Run(
+      "launch --dry_run --cpu --num_machines 2 --num_processes 2 --machine_rank 0 "
+      "--main_process_ip 127.0.0.1 --main_process_port 29555 --min_machines 1 --elastic_in_place " +
+      script);
+  EXPECT_EQ(r.code, kExitUsage) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("runs Python: drop --elastic_in_place")) << r.err;
+  Result restarted = Run(
+      "launch --dry_run --cpu --num_machines 2 --num_processes 2 "
+      "--machine_rank 0 --main_process_ip 127.0.0.1 --main_process_port 29555 --min_machines 1 " +
+      script);
+  EXPECT_THAT(restarted.err, Not(HasSubstr("drop --elastic_in_place"))) << restarted.err;
 }
 
 TEST_F(CliBinaryTest, DryRunAndValidateTellTheTruth) {
