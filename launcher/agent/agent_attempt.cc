@@ -91,8 +91,9 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
   if (plan_.in_place) {
     plan_.generation_file = GenerationPath();
     // New workers join the running ones when the previous generation's training continues.
-    if (absl::Status written = WriteGenerationFile(GenerationPath(), result,
-                                                   plan_.nproc_per_machine, result.continues);
+    if (absl::Status written =
+            WriteGenerationFile(GenerationPath(), result, plan_.nproc_per_machine, result.continues,
+                                RecoverTimeoutMs(config_.rdzv_timeout_s));
         !written.ok()) {
       Notice(written.message());
       rendezvous_->ReportSpawnFailure(result.attempt, written);
@@ -162,8 +163,9 @@ bool Agent::RegroupInPlace(RendezvousResult* current) {
     pending_join_ = std::move(joined);
     return false;
   }
-  if (absl::Status written = WriteGenerationFile(GenerationPath(), *joined, plan_.nproc_per_machine,
-                                                 /*joining=*/false);
+  if (absl::Status written =
+          WriteGenerationFile(GenerationPath(), *joined, plan_.nproc_per_machine,
+                              /*joining=*/false, RecoverTimeoutMs(config_.rdzv_timeout_s));
       !written.ok()) {
     Notice(absl::StrCat(written.message(), "; restarting the workers"));
     pending_join_ = std::move(joined);

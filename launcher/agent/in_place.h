@@ -4,6 +4,7 @@
 #ifndef ACCEL_LAUNCHER_AGENT_IN_PLACE_H_
 #define ACCEL_LAUNCHER_AGENT_IN_PLACE_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -26,8 +27,16 @@ bool KeepsWorkers(const RendezvousResult& current, const RendezvousResult& next)
 // generation = joined.attempt, whose store namespace the workers' new group uses. `joining`:
 // the workers about to start receive the training state from the running ones
 // (docs/libaccel.md "In-place recovery"); false for kept workers and for a fresh start.
+// `recover_timeout_ms`: how long the workers' recover() waits for the generation after it
+// (RecoverTimeoutMs; 0: libaccel's connect deadline).
 absl::Status WriteGenerationFile(const std::string& path, const RendezvousResult& joined,
-                                 int local_world, bool joining);
+                                 int local_world, bool joining,
+                                 std::int64_t recover_timeout_ms = 0);
+
+// Returns how long an in-place worker waits in recover() for the next generation, in ms: the
+// rendezvous's `rdzv_timeout_s` (a replacement may take that long) and a margin (2 x kSilentLost)
+// so that the launcher, not a worker's deadline, ends a job that no replacement joined.
+std::int64_t RecoverTimeoutMs(double rdzv_timeout_s);
 
 }  // namespace accel::launcher
 

@@ -329,6 +329,46 @@ TEST_P(WorkerRecoveryTest, ScaleUpInPlaceEqualsCheckpointResumedAtTheLargerWorld
   }
 }
 
+// Issue 35: recover() waits the generation file's recover_timeout_ms (accel-launch writes its
+// rdzv_timeout and a margin: as long as the rendezvous waits for a replacement), not the connect
+// deadline (worker_elastic_rank's 60 s, libaccel's default 300 s). Machine 1 of 2 dies and no next
+// generation comes: with 3 s, the survivors give up about 3 s after their step failed and say so.
+TEST_P(WorkerRecoveryTest, RecoverWaitsTheRecoverTimeoutNotTheConnectTimeout) {
+  for (int m = 0; m < 2; ++m) {
+    Generation g = MakeGeneration(0, 2, m);
+    g.recover_timeout_ms = 3000;
+    WriteGeneration(m, g);
+  }
+  std::vector<RankRun> runs;
+  std::thread ranks([&] {
+    runs = RunRanks(ACCEL_WORKER_ELASTIC_RANK, 4, kPerMachine,
+                    {dir_, "wait", "full", "2", dir_ + "/ckpt", "2,3"},
+                    {{"ACCELERATE_GRADIENT_ACCUMULATION_STEPS", std::to_string(GetParam())}}, dir_,
+                    "wait", kDeadline);
+  });
+  const auto end = std::chrono::steady_clock::now() + kDeadline;
+  while (!(fs::exists(dir_ + "/dead_2") && fs::exists(dir_ + "/dead_3")) &&
+         std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const auto died = std::chrono::steady_clock::now();
+  ranks.join();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - died).count();
+  ASSERT_EQ(runs.size(), 4u);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(runs[r].exit_code, accel::kExitWorkerFailed) << runs[r].output;
+    EXPECT_NE(
+        runs[r].output.find("no generation after 0 within 3000 ms (the rendezvous's rdzv_timeout"),
+        std::string::npos)
+        << runs[r].output;
+  }
+  std::printf("machine 1 died -> the survivors gave up: %.2f s\n", seconds);
+  // The step fails at once (a dead peer's socket closes) or at the 10 s collective deadline,
+  // then 3 s: well before the 60 s connect deadline that bounded the wait before.
+  EXPECT_LT(seconds, 40.0);
+}
+
 std::string AccumulationName(const ::testing::TestParamInfo<int>& p) {
   return "Accumulation" + std::to_string(p.param);
 }

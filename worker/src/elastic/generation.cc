@@ -31,7 +31,8 @@ std::string Generation::Format() const {
   out << "generation=" << number << "\nworld=" << world << "\nbase_rank=" << base_rank
       << "\ngroup_rank=" << group_rank << "\ngroup_world=" << group_world
       << "\nlocal_world=" << local_world << "\nstore_attempt=" << store_attempt
-      << "\nmaster_port=" << master_port << "\njoining=" << (joining ? 1 : 0) << "\n";
+      << "\nmaster_port=" << master_port << "\njoining=" << (joining ? 1 : 0)
+      << "\nrecover_timeout_ms=" << recover_timeout_ms << "\n";
   return out.str();
 }
 
@@ -74,6 +75,13 @@ std::optional<Generation> ParseGeneration(const std::string& text, std::string* 
       return std::nullopt;
     }
     g.joining = it->second == 1;
+  }
+  if (auto it = values.find("recover_timeout_ms"); it != values.end()) {
+    if (it->second < 0) {
+      *error = "recover_timeout_ms must be >= 0, got " + std::to_string(it->second);
+      return std::nullopt;
+    }
+    g.recover_timeout_ms = it->second;
   }
   if (g.number < 0 || g.world < 1 || g.base_rank < 0 || g.local_world < 1 ||
       g.base_rank + g.local_world > g.world || g.group_rank < 0 || g.group_world < 1 ||

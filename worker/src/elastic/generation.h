@@ -31,6 +31,10 @@ struct Generation {
   // the workers that kept theirs instead of starting it (docs/libaccel.md "In-place recovery").
   // Optional in the text (absent: false).
   bool joining = false;
+  // How long Accelerator::recover() waits for the generation after this one, in ms: the launcher
+  // writes its rdzv_timeout and a margin, so the workers wait as long as the rendezvous waits for
+  // a replacement. Optional in the text (absent or 0: Options::connect_timeout).
+  std::int64_t recover_timeout_ms = 0;
 
   // The text the launcher writes (and ParseGeneration reads).
   std::string Format() const;

@@ -80,12 +80,20 @@ bool Accelerator::recover() {
   const auto start = Clock::now();
   const std::string who = "rank " + std::to_string(s.rank);
   std::string error;
-  const auto g = worker::WaitForGeneration(s.options.generation_file, s.generation,
-                                           s.options.connect_timeout, &error);
+  // As long as the rendezvous waits for a replacement (the launcher's rdzv_timeout and a margin,
+  // in the file); the connect deadline when the file does not say.
+  std::chrono::milliseconds wait = s.options.connect_timeout;
+  if (const auto now = worker::ReadGeneration(s.options.generation_file, &error);
+      now && now->recover_timeout_ms > 0) {
+    wait = std::chrono::milliseconds(now->recover_timeout_ms);
+  }
+  error.clear();
+  const auto g = worker::WaitForGeneration(s.options.generation_file, s.generation, wait, &error);
   if (!g) {
     throw Error("recover", who,
                 "no generation after " + std::to_string(s.generation) + " within " +
-                    std::to_string(s.options.connect_timeout.count()) + " ms (" + error + ")");
+                    std::to_string(wait.count()) +
+                    " ms (the rendezvous's rdzv_timeout and a margin; " + error + ")");
   }
   if (s.local_rank >= g->local_world) {
     throw Error("recover", who,

@@ -67,7 +67,7 @@ TEST(InPlaceTest, TheGenerationFileIsWhatTheWorkersParse) {
   joined.group_rank = 1;
   joined.group_world_size = 2;
   joined.master_port = 29517;
-  ASSERT_TRUE(WriteGenerationFile(path, joined, 2, /*joining=*/false).ok());
+  ASSERT_TRUE(WriteGenerationFile(path, joined, 2, /*joining=*/false, RecoverTimeoutMs(900)).ok());
   std::string error;
   const auto g = worker::ReadGeneration(path, &error);
   ASSERT_TRUE(g.has_value()) << error;
@@ -80,6 +80,8 @@ TEST(InPlaceTest, TheGenerationFileIsWhatTheWorkersParse) {
   EXPECT_EQ(g->store_attempt, 3);  // the store namespace the server serves for generation 3
   EXPECT_EQ(g->master_port, 29517);
   EXPECT_FALSE(g->joining);
+  // recover() waits as long as the rendezvous: rdzv_timeout 900 s and 2 x 30 s.
+  EXPECT_EQ(g->recover_timeout_ms, 960000);
   ASSERT_TRUE(WriteGenerationFile(path, joined, 2, /*joining=*/true).ok());
   const auto joining = worker::ReadGeneration(path, &error);
   ASSERT_TRUE(joining.has_value()) << error;

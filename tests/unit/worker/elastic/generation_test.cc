@@ -53,6 +53,25 @@ TEST(GenerationTest, JoiningReadsBackAndIsOptional) {
   EXPECT_NE(error.find("joining must be 0 or 1"), std::string::npos) << error;
 }
 
+// recover_timeout_ms (issue 35): the launcher's rdzv_timeout and a margin, read back; absent
+// is 0 (recover() then waits the connect deadline); a negative one is refused.
+TEST(GenerationTest, RecoverTimeoutReadsBackAndIsOptional) {
+  std::string error;
+  Generation g = Sample(2);
+  g.recover_timeout_ms = 960000;
+  auto back = ParseGeneration(g.Format(), &error);
+  ASSERT_TRUE(back.has_value()) << error;
+  EXPECT_EQ(back->recover_timeout_ms, 960000);
+  std::string text = Sample(2).Format();
+  ASSERT_NE(text.find("recover_timeout_ms=0\n"), std::string::npos) << text;
+  text.erase(text.find("recover_timeout_ms="));
+  back = ParseGeneration(text, &error);
+  ASSERT_TRUE(back.has_value()) << error;
+  EXPECT_EQ(back->recover_timeout_ms, 0);
+  EXPECT_FALSE(ParseGeneration(text + "recover_timeout_ms=-1\n", &error));
+  EXPECT_NE(error.find("recover_timeout_ms must be >= 0"), std::string::npos) << error;
+}
+
 TEST(GenerationTest, MissingOrInconsistentValuesAreRefused) {
   std::string error;
   EXPECT_FALSE(ParseGeneration("generation=1\nworld=4\n", &error));
