@@ -111,6 +111,7 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
   output.log_file_mode = LogFileMode(config_.log_mode);
   output.console = config_.log_dir.empty() || config_.tee;
   output.ranks_filter = config_.ranks_filter;
+  if (config_.dedup_output) output.dedup_window = absl::Seconds(config_.dedup_window_s);
   for (int local : config_.local_ranks_filter) {
     output.ranks_filter.push_back(result.base_rank + local);  // torchrun's local ranks
   }

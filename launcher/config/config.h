@@ -101,7 +101,11 @@ struct Config {
   // Who may read log_dir's files: "private" (0700 / 0600) or "group" (0750 / 0640).
   std::string log_mode = "private";
 
-  bool tee = false;               // with log_dir: also print worker output on the console
+  bool tee = false;  // with log_dir: also print worker output on the console
+  // Identical console lines from several ranks within dedup_window_s are printed once with the
+  // set of ranks (launcher/process/line_dedup.h); false or 0 = every line of every rank.
+  bool dedup_output = true;
+  double dedup_window_s = 0.25;   // a line every local rank printed goes out at once
   std::string rdzv_token_file;    // file holding the shared rendezvous token
   bool rdzv_insecure = false;     // a multi-machine job may run without a token (opt-out)
   std::string local_addr;         // address other machines reach this one at ("" = auto)

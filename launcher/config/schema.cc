@@ -129,6 +129,14 @@ std::vector<KeySpec> MakeSchema() {
                 c.compute_environment),
       ACCEL_BOOL(debug, debug, true, kAlways,
                  "set ACCELERATE_DEBUG_MODE in workers (default false)"),
+      ACCEL_BOOL(dedup_output, dedup_output, false, kWhenNotDefault,
+                 "identical console lines from several ranks within dedup_window are printed "
+                 "once with the set of ranks ('[ranks 0-7] ...'); log files keep every line "
+                 "(default true)"),
+      ACCEL_SECONDS(dedup_window, dedup_window_s,
+                    absl::StrCat("how long a console line waits for other ranks to print the "
+                                 "same, seconds; 0 = no de-duplication (default ",
+                                 Seconds(defaults.dedup_window_s), ")")),
       ACCEL_KEY(deepspeed_config, kSection, true, kNever,
                 "DeepSpeed's settings (zero_stage, offload_*, deepspeed_config_file, ...) for "
                 "Python scripts: passed to the workers as accelerate launch does",

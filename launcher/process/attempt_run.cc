@@ -127,6 +127,7 @@ bool AttemptRun::PollOnce() {
       router_.OnReadable(p.fd);
     }
   }
+  router_.FlushHeld(now);  // de-duplicated console lines whose window ended
   OnExit(now);  // after reading output, so a failed worker's last stderr lines are in its tail
   if (stopping_ && !killed_ && now >= kill_deadline_) {
     KillNow();
@@ -159,8 +160,8 @@ bool AttemptRun::Over(absl::Time now) {
 }
 
 absl::Time AttemptRun::NextWake() const {
-  return std::min(
-      {kill_deadline_, drain_deadline_, stopping_ ? absl::InfiniteFuture() : next_hang_check_});
+  return std::min({kill_deadline_, drain_deadline_, router_.NextFlush(),
+                   stopping_ ? absl::InfiniteFuture() : next_hang_check_});
 }
 
 void AttemptRun::OnSignals() {

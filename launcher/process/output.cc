@@ -53,6 +53,10 @@ absl::StatusOr<WorkerPipes> OutputRouter::AddWorker(int rank) {
     if (!dir.ok()) return dir.status();
     rank_dir = *std::move(dir);
   }
+  if (console) {
+    ++console_ranks_;
+    for (LineDedup& dedup : dedup_) dedup.SetRankCount(console_ranks_);
+  }
   WorkerPipes out;
   for (int i = 0; i < 2; ++i) {
     auto pipe = MakePipe();
@@ -105,6 +109,7 @@ void OutputRouter::OnReadable(int fd) {
     if (n <= 0) {  // end of file or a broken pipe: flush and forget the stream
       Emit(stream, nullptr, 0, /*flush_partial=*/true);
       streams_.erase(it);
+      if (streams_.empty()) FlushHeld(absl::InfiniteFuture());
       return;
     }
     bytes_[stream.rank] += static_cast<std::uint64_t>(n);
@@ -119,6 +124,7 @@ void OutputRouter::Renumber(const std::map<int, int>& renumbered) {
   std::vector<int> fds;
   for (const auto& [fd, stream] : streams_) fds.push_back(fd);
   for (int fd : fds) OnReadable(fd);  // never blocks; may close streams at end of file
+  FlushHeld(absl::InfiniteFuture());  // held lines keep the labels they came with
   auto relabel = [&renumbered](int rank) {
     auto it = renumbered.find(rank);
     return it == renumbered.end() ? rank : it->second;
@@ -142,6 +148,30 @@ void OutputRouter::CloseAll() {
     Emit(*stream, nullptr, 0, /*flush_partial=*/true);
   }
   streams_.clear();
+  FlushHeld(absl::InfiniteFuture());
+}
+
+void OutputRouter::FlushHeld(absl::Time now) {
+  for (int i = 0; i < 2; ++i) {
+    if (dedup_[i].empty()) continue;
+    std::string console;
+    if (now == absl::InfiniteFuture()) {
+      dedup_[i].FlushAll(&console);
+    } else {
+      dedup_[i].FlushDue(now, &console);
+    }
+    WriteConsole(i == 1, console);
+  }
+}
+
+absl::Time OutputRouter::NextFlush() const {
+  return std::min(dedup_[0].NextDue(), dedup_[1].NextDue());
+}
+
+void OutputRouter::WriteConsole(bool is_stderr, const std::string& text) const {
+  if (text.empty()) return;
+  const int fd = is_stderr ? options_.console_stderr : options_.console_stdout;
+  WriteAboveLiveLine([&] { WriteAll(fd, text.data(), text.size()); });
 }
 
 std::vector<std::string> OutputRouter::StderrTail(int rank) const {
@@ -158,6 +188,8 @@ void OutputRouter::Emit(Stream& stream, const char* data, std::size_t size, bool
   }
   stream.partial.append(data, size);
   const std::string prefix = absl::StrCat("[rank ", stream.rank, "] ");
+  const bool dedup = options_.dedup_window > absl::ZeroDuration();
+  const absl::Time now = dedup ? absl::Now() : absl::InfinitePast();
   std::string console;
   std::size_t start = 0;
   for (;;) {
@@ -171,7 +203,9 @@ void OutputRouter::Emit(Stream& stream, const char* data, std::size_t size, bool
       end = cut ? start + kMaxLine : stream.partial.size();
     }
     const absl::string_view line(stream.partial.data() + start, end - start);
-    if (stream.console) {
+    if (stream.console && dedup) {
+      dedup_[stream.is_stderr ? 1 : 0].Add(stream.rank, line, now, &console);
+    } else if (stream.console) {
       absl::StrAppend(&console, prefix, line, "\n");
     }
     if (stream.is_stderr) {
@@ -180,10 +214,7 @@ void OutputRouter::Emit(Stream& stream, const char* data, std::size_t size, bool
     start = end < stream.partial.size() && stream.partial[end] == '\n' ? end + 1 : end;
   }
   stream.partial.erase(0, start);
-  if (!console.empty()) {
-    const int fd = stream.is_stderr ? options_.console_stderr : options_.console_stdout;
-    WriteAboveLiveLine([&] { WriteAll(fd, console.data(), console.size()); });
-  }
+  WriteConsole(stream.is_stderr, console);
 }
 
 void OutputRouter::KeepTail(int rank, absl::string_view line) {

@@ -6,7 +6,9 @@
 // log directory each stream is also copied byte for byte to
 // <attempt_dir>/rank_<r>/{stdout,stderr}.log, made private (dir_mode, log_file_mode) and never
 // through a symlink or into a file someone else made (common/safe_file.h). The last lines of each
-// stderr are kept for the failure report. Not thread-safe: owned by the supervisor's event loop.
+// stderr are kept for the failure report. With a dedup window, console lines that several ranks
+// print alike are printed once with the set of ranks (launcher/process/line_dedup.h); the log
+// files still get every byte. Not thread-safe: owned by the supervisor's event loop.
 #ifndef ACCEL_LAUNCHER_PROCESS_OUTPUT_H_
 #define ACCEL_LAUNCHER_PROCESS_OUTPUT_H_
 
@@ -22,7 +24,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "common/unique_fd.h"
+#include "launcher/process/line_dedup.h"
 
 namespace accel::launcher {
 
@@ -35,6 +39,9 @@ struct OutputOptions {
   std::size_t tail_lines = 20;    // stderr lines kept per rank for the report
   mode_t dir_mode = 0700;         // rank directories (log_mode: launcher/status/run_dir.h)
   mode_t log_file_mode = 0600;    // the log files, created new (O_EXCL | O_NOFOLLOW)
+  // Identical console lines from several ranks within this window are printed once ("[ranks
+  // 0-7] ..."); zero = every line of every rank as it comes.
+  absl::Duration dedup_window = absl::ZeroDuration();
 };
 
 // The child's ends of one worker's pipes; close them after Spawn.
@@ -45,7 +52,12 @@ struct WorkerPipes {
 
 class OutputRouter {
  public:
-  explicit OutputRouter(OutputOptions options) : options_(std::move(options)) {}
+  explicit OutputRouter(OutputOptions options)
+      : options_(std::move(options)),
+        dedup_{LineDedup(options_.dedup_window), LineDedup(options_.dedup_window)} {}
+  ~OutputRouter() { FlushHeld(absl::InfiniteFuture()); }
+  OutputRouter(const OutputRouter&) = delete;
+  OutputRouter& operator=(const OutputRouter&) = delete;
 
   // Creates the pipes (and log files) of global rank `rank`.
   absl::StatusOr<WorkerPipes> AddWorker(int rank);
@@ -60,6 +72,10 @@ class OutputRouter {
   bool AllClosed() const { return streams_.empty(); }
   // Flushes partial lines and closes every pipe (used when a drain deadline runs out).
   void CloseAll();
+  // Prints the held (de-duplicated) console lines due by `now` (InfiniteFuture: all of them).
+  void FlushHeld(absl::Time now);
+  // When the oldest held console line is due (InfiniteFuture: none is held).
+  absl::Time NextFlush() const;
 
   // Relabels the workers' streams, stderr tails and byte counts: rank `old` is `renumbered[old]`
   // from now on (an in-place membership change; ranks not named keep theirs). What the pipes hold
@@ -83,12 +99,15 @@ class OutputRouter {
   };
 
   void Emit(Stream& stream, const char* data, std::size_t size, bool flush_partial);
+  void WriteConsole(bool is_stderr, const std::string& text) const;
   void KeepTail(int rank, absl::string_view line);
 
   OutputOptions options_;
   std::map<int, std::unique_ptr<Stream>> streams_;  // by read fd
   std::map<int, std::deque<std::string>> tails_;    // by rank
   std::map<int, std::uint64_t> bytes_;              // by rank
+  LineDedup dedup_[2];                              // console stdout, stderr
+  int console_ranks_ = 0;
 };
 
 }  // namespace accel::launcher

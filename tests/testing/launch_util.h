@@ -115,17 +115,27 @@ inline std::vector<std::string> LinesWith(const std::string& text, const std::st
 inline std::map<int, std::map<std::string, std::string>> EnvByRank(const std::string& out) {
   std::map<int, std::map<std::string, std::string>> env;
   for (absl::string_view line : absl::StrSplit(out, '\n')) {
-    if (line.substr(0, 6) != "[rank ") continue;
+    // "[rank 3] ENV ..." or, printed once for several ranks (dedup_output), "[ranks 0-2,5] ENV".
+    const size_t skip = line.substr(0, 7) == "[ranks " ? 7 : line.substr(0, 6) == "[rank " ? 6 : 0;
+    if (skip == 0) continue;
     const size_t close = line.find("] ENV ");
     if (close == absl::string_view::npos) continue;
-    int rank = -1;
-    if (!absl::SimpleAtoi(line.substr(6, close - 6), &rank)) continue;
+    std::vector<int> ranks;
+    for (absl::string_view part : absl::StrSplit(line.substr(skip, close - skip), ',')) {
+      std::vector<absl::string_view> ends = absl::StrSplit(part, '-');
+      int first = -1, last = -1;
+      if (!absl::SimpleAtoi(ends[0], &first)) continue;
+      if (ends.size() < 2 || !absl::SimpleAtoi(ends[1], &last)) last = first;
+      for (int rank = first; rank <= last; ++rank) ranks.push_back(rank);
+    }
     absl::string_view rest = line.substr(close + 6);
     const size_t eq = rest.find('=');
-    if (eq == absl::string_view::npos) {
-      env[rank][std::string(rest.substr(0, rest.find(' ')))] = "<unset>";
-    } else {
-      env[rank][std::string(rest.substr(0, eq))] = std::string(rest.substr(eq + 1));
+    for (int rank : ranks) {
+      if (eq == absl::string_view::npos) {
+        env[rank][std::string(rest.substr(0, rest.find(' ')))] = "<unset>";
+      } else {
+        env[rank][std::string(rest.substr(0, eq))] = std::string(rest.substr(eq + 1));
+      }
     }
   }
   return env;

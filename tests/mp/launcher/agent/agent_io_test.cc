@@ -7,14 +7,18 @@
 namespace accel::testing {
 namespace {
 
+using ::testing::AnyOf;
+using ::testing::Eq;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
 TEST_F(LaunchTest, WorkersReadEndOfFileFromStdin) {
   RunResult r = Launch({"--num_processes", "2"}, {"/bin/sh", "-c", "read line; echo read=$?"});
   ASSERT_EQ(r.exit_code, kExitOk) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("[rank 0] read=1\n"));
-  EXPECT_THAT(r.out, HasSubstr("[rank 1] read=1\n"));
+  // The same line from both: once (dedup_output), or once each when they were further apart
+  // than dedup_window on a busy machine.
+  EXPECT_THAT(r.out, AnyOf(Eq("[ranks 0-1] read=1\n"), Eq("[rank 0] read=1\n[rank 1] read=1\n"),
+                           Eq("[rank 1] read=1\n[rank 0] read=1\n")));
 }
 
 TEST_F(LaunchTest, LogDirTeeAndRanksFilter) {
@@ -65,8 +69,7 @@ TEST_F(LaunchTest, WorkersInheritNoDescriptorOfTheLauncher) {
   for (int fd : expected) want += " " + std::to_string(fd);
   RunResult r = Launch({"--num_processes", "2"}, {kFake, "--list_fds"});
   ASSERT_EQ(r.exit_code, kExitOk) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("[rank 0] " + want + "\n"));
-  EXPECT_THAT(r.out, HasSubstr("[rank 1] " + want + "\n"));
+  EXPECT_THAT(r.out, HasSubstr("[ranks 0-1] " + want + "\n"));
 }
 
 TEST_F(LaunchTest, MissingProgramIsAClearErrorBeforeAnythingStarts) {

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launcher/process/failure_report.h"
@@ -124,6 +125,36 @@ TEST_F(OutputTest, LogFilesKeepEverythingAndTheFilterLimitsTheConsole) {
   EXPECT_EQ(ReadFile(dir + "/run/attempt_0/rank_0/stderr.log"), "e1\ne2\ne3\n");
   EXPECT_EQ(ReadFile(dir + "/run/attempt_0/rank_1/stdout.log"), "one\n");
   EXPECT_THAT(router.StderrTail(0), ElementsAre("e2", "e3"));
+  RemoveTree(dir);
+}
+
+TEST_F(OutputTest, DedupWindowMergesTheConsoleNotTheLogFiles) {
+  const accel::testing::TempDir temp;
+  const std::string& dir = temp.path();
+  OutputOptions o = Options();
+  o.attempt_dir = dir + "/attempt_0";
+  o.dedup_window = absl::Seconds(30);  // only "every rank printed it" or the end lets lines out
+  OutputRouter router(o);
+  std::vector<WorkerPipes> pipes;
+  for (int rank = 0; rank < 3; ++rank) {
+    auto p = router.AddWorker(rank);
+    ASSERT_TRUE(p.ok()) << p.status();
+    pipes.push_back(*std::move(p));
+  }
+  for (int rank = 0; rank < 3; ++rank) Write(pipes[rank].stderr_write, "warning: same\n");
+  Write(pipes[1].stdout_write, "loss 0.5\n");
+  for (WorkerPipes& p : pipes) {
+    p.stdout_write.reset();
+    p.stderr_write.reset();
+  }
+  Pump(router);
+  EXPECT_EQ(router.NextFlush(), absl::InfiniteFuture());
+  EXPECT_EQ(Drain(console_err_read_.get()), "[ranks 0-2] warning: same\n");
+  EXPECT_EQ(Drain(console_out_read_.get()), "[rank 1] loss 0.5\n");
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_EQ(ReadFile(absl::StrCat(dir, "/attempt_0/rank_", rank, "/stderr.log")),
+              "warning: same\n");
+  }
   RemoveTree(dir);
 }
 
