@@ -125,6 +125,9 @@ void Agent::CompletePlan() {
   plan_.torchrun_env = plan_.torchrun_env || request_.torchrun_style;
   if (!request_.role.empty()) plan_.role_name = request_.role;
   plan_.set_gradient_accumulation = request_.set_gradient_accumulation;
+  if (plan_.single_process && request_.set_hang_timeout && config_.hang_timeout_s > 0) {
+    plan_.hang_timeout_s = config_.hang_timeout_s;  // one process, watched: asked for by name
+  }
   plan_.physical_cores = PhysicalCores("/sys");
   if (plan_.cpu_affinity) {
     plan_.cpu_sets = CpuShares(NumaNodes("/sys", AllowedCpus()), plan_.nproc_per_machine);

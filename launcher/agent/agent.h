@@ -21,6 +21,9 @@ struct LaunchRequest {
   // The user set gradient_accumulation_steps (file, variable or option): the workers get
   // ACCELERATE_GRADIENT_ACCUMULATION_STEPS, which overrides a script's own value.
   bool set_gradient_accumulation = false;
+  // The user set hang_timeout (file, variable or option): a one-process job is watched too (it
+  // then runs supervised, its output through pipes, instead of on the terminal).
+  bool set_hang_timeout = false;
   bool dry_run = false;         // print the plan and exit 0 without starting anything
   bool preflight_only = false;  // `accel-launch preflight`: measure the links, start no program
 };

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/time.h"
 #include "common/backend.h"
 #include "common/defaults.h"
 #include "common/device_info.h"
@@ -158,6 +159,7 @@ absl::StatusOr<LaunchPlan> MakePlan(const Config& config, int gpu_count,
     }
   }
   plan.world_size = plan.num_machines * plan.nproc_per_machine;
+  plan.rdzv_timeout_s = config.rdzv_timeout_s;
   plan.single_process = plan.world_size == 1;
   if (!plan.single_process && config.hang_timeout_s > 0) {
     plan.hang_timeout_s = config.hang_timeout_s;
@@ -201,6 +203,39 @@ EffectiveValues EffectiveConfig(const Config& config) {
   absl::StatusOr<LaunchPlan> plan = MakePlan(config, gpus, why_no_gpu);
   if (!plan.ok()) return {};
   return EffectiveValuesOf(config, *plan, why_no_gpu);
+}
+
+std::string FormatTimeouts(const LaunchPlan& plan) {
+  using absl::FromChrono;
+  const auto s = [](absl::Duration d) { return absl::StrCat(absl::ToDoubleSeconds(d), " s"); };
+  const absl::Duration beat = FromChrono(defaults::kHeartbeatInterval);
+  std::string out;
+  absl::StrAppend(&out, "  rendezvous timeouts: join ", plan.rdzv_timeout_s,
+                  " s (rdzv_timeout; then the server names who is missing)");
+  if (plan.elastic) {
+    absl::StrAppend(&out, ", last call ", plan.rdzv_last_call_s,
+                    " s (rdzv_last_call), survivors of a restart ",
+                    s(FromChrono(defaults::kRdzvSurvivorWait)));
+  }
+  absl::StrAppend(&out, "\n                       connect attempt ",
+                  s(FromChrono(defaults::kConnectAttemptTimeout)),
+                  " (retried until the join "
+                  "timeout), a worker's first store call ",
+                  s(FromChrono(defaults::kStoreConnectTimeout)), ", one store or report call ",
+                  s(FromChrono(defaults::kRpcDeadline)), "\n");
+  absl::StrAppend(&out, "  lost machine:        no heartbeat for ",
+                  s(beat * defaults::kMissedHeartbeatsProbe), " (one every ", s(beat),
+                  "): its host is probed; lost after ", s(beat * defaults::kMissedHeartbeatsLost),
+                  " with no probe answered for ", s(FromChrono(defaults::kProbeUnansweredLost)),
+                  ", or after ", s(FromChrono(defaults::kSilentLost)),
+                  " silent; a closed Watch stream at once\n");
+  const double collective_s = plan.collective_timeout_ms > 0
+                                  ? plan.collective_timeout_ms / 1000.0
+                                  : ToSeconds(defaults::kCollectiveTimeout);
+  absl::StrAppend(&out, "  collective timeout:  ", collective_s,
+                  " s (libaccel's collectives; process group forming ",
+                  s(FromChrono(defaults::kConnectTimeout)), ")\n");
+  return out;
 }
 
 std::string FormatPlan(const LaunchPlan& plan, const std::vector<std::string>& argv) {
@@ -252,6 +287,7 @@ std::string FormatPlan(const LaunchPlan& plan, const std::vector<std::string>& a
   if (!plan.rendezvous_transport.empty()) {
     absl::StrAppend(&out, "  transport:           ", plan.rendezvous_transport, "\n");
   }
+  if (!plan.single_process) absl::StrAppend(&out, FormatTimeouts(plan));
   absl::StrAppend(&out, "  max restarts:        ", plan.max_restarts, "\n");
   absl::StrAppend(&out, "  hang timeout:        ",
                   plan.hang_timeout_s > 0 ? absl::StrCat(plan.hang_timeout_s, " s") : "off", "\n");

@@ -41,6 +41,7 @@ struct LaunchPlan {
   bool elastic = false;
   int min_machines = 1;
   double rdzv_last_call_s = 0;
+  double rdzv_timeout_s = 0;  // how long the machines wait for each other at rendezvous
   // Elastic and Config::elastic_in_place: workers go on across generations that lose machines.
   bool in_place = false;
   // ACCEL_GENERATION_FILE of an in-place job (the agent sets it once the run directory exists).
@@ -118,6 +119,9 @@ int CollectiveTimeoutMs(double hang_timeout_s);
 
 // Returns the human-readable plan printed before launching (and by --dry_run); `argv` is the
 // command every worker runs.
+// The plan's rendezvous, liveness and collective timeouts, every one that can end a job (a
+// hidden one is a user report: torchrun's last call and store read were).
+std::string FormatTimeouts(const LaunchPlan& plan);
 std::string FormatPlan(const LaunchPlan& plan, const std::vector<std::string>& argv);
 
 // Returns the values `plan` runs with where the fallback rules changed `config`'s (devices,

@@ -19,6 +19,7 @@
 #include "common/unique_fd.h"
 #include "common/version.h"
 #include "launcher/agent/progress_exchange.h"
+#include "launcher/agent/server_reach.h"
 #include "launcher/process/os_util.h"
 #include "launcher/process/subprocess.h"
 #include "rendezvous/grpc/store_client.h"
@@ -111,6 +112,14 @@ absl::StatusOr<std::unique_ptr<AgentRendezvous>> AgentRendezvous::Create(const C
     // Said plainly here rather than in gRPC's own log lines when the server cannot bind.
     if (absl::Status free = CheckPortFree("0.0.0.0", port); !free.ok()) {
       return Annotate(free, absl::StrCat("start rendezvous server on main_process_port ", port));
+    }
+  }
+  if (!single_machine && !dry_run) {
+    // A name that does not resolve, or an address with no host behind it, is said now, not
+    // after rdzv_timeout.
+    if (absl::Status reach = CheckServerReachable(config.main_process_ip, kReachCheckBudget);
+        !reach.ok()) {
+      return reach;
     }
   }
   const absl::Duration rdzv_timeout = absl::FromChrono(FromSeconds(config.rdzv_timeout_s));

@@ -143,6 +143,10 @@ int Launch(const std::vector<std::string>& args, const CliContext& context) {
   request.set_gradient_accumulation = accumulation != resolved.sources.end() &&
                                       accumulation->second.kind != ValueOrigin::Kind::kDefault &&
                                       accumulation->second.kind != ValueOrigin::Kind::kHardware;
+  auto hang = resolved.sources.find("hang_timeout");
+  request.set_hang_timeout = hang != resolved.sources.end() &&
+                             hang->second.kind != ValueOrigin::Kind::kDefault &&
+                             hang->second.kind != ValueOrigin::Kind::kHardware;
   request.dry_run = parsed.dry_run;
   return context.run_agent(request);
 }

@@ -80,6 +80,20 @@ TEST_F(LaunchTest, OneProcessRunsWithoutRendezvousOnTheLaunchersOwnTerminal) {
   EXPECT_THAT(r.out, HasSubstr("PPID " + std::to_string(launcher_pid) + "\n"));
 }
 
+TEST_F(LaunchTest, OneProcessWithAHangTimeoutGetsAProgressFileAndIsJudgedHung) {
+  RunResult r =
+      Launch({"--num_processes", "1", "--hang_timeout", "1", "--monitor_interval", "0.05"},
+             {kFake, "--print_env=ACCEL_PROGRESS_FILE", "--progress=5", "--sleep=60"});
+  EXPECT_EQ(r.exit_code, kExitWorkerFailed) << r.err;
+  EXPECT_THAT(r.out,
+              ::testing::ContainsRegex(R"(\[rank 0\] ENV ACCEL_PROGRESS_FILE=/\S+/progress)"));
+  EXPECT_THAT(r.err, HasSubstr("hang detected"));
+  EXPECT_THAT(r.err, HasSubstr("rank 0: hang (inferred): rank 0 (machine 0) went idle first"));
+  EXPECT_GE(r.elapsed, absl::Seconds(1));
+  EXPECT_LT(r.elapsed, absl::Seconds(5));  // not the 60 s sleep
+  // Without hang_timeout given, one process keeps the terminal (the test above).
+}
+
 TEST_F(LaunchTest, OneProcessFailingWithTwoIsAWorkerFailureNotAUsageError) {
   RunResult r = Launch({"--num_processes", "1"}, {kFake, "--exit=2", "--write_error=bad flag"});
   EXPECT_EQ(r.exit_code, kExitWorkerFailed) << r.err;
@@ -146,6 +160,22 @@ TEST_F(LaunchTest, SigkilledLauncherLeavesNoWorkerBehind) {
     ASSERT_EQ(got, pid) << "worker " << pid << " survived its launcher";
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
     EXPECT_FALSE(Alive(pid));
+  }
+}
+
+TEST_F(LaunchTest, ACrashAmongEightWorkersLeavesNoneBehind) {
+  // A user report: after a crash, 126 survivors kept 7 of 8 GPUs. Rank 5 dies of SIGSEGV; the
+  // other seven sleep and ignore SIGTERM: when the launcher returns, none is left.
+  RunResult r = Launch({"--num_processes", "8", "--shutdown_grace", "1"},
+                       {kFake, "--pid_dir=" + dir_, "--fail_rank=5", "--fail_sleep=1",
+                        "--signal=11", "--sleep=60", "--ignore_term"});
+  EXPECT_EQ(r.exit_code, kExitWorkerFailed) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("signal 11 (SIGSEGV)"));
+  EXPECT_LT(r.elapsed, absl::Seconds(10));  // the 1 s grace, not the 60 s sleep
+  for (int rank = 0; rank < 8; ++rank) {
+    const std::string pid = ReadFile(dir_ + "/rank_" + std::to_string(rank) + ".pid");
+    ASSERT_FALSE(pid.empty()) << "rank " << rank << " never started";
+    EXPECT_FALSE(Alive(std::atoi(pid.c_str()))) << "rank " << rank << " outlived the job";
   }
 }
 

@@ -13,6 +13,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::SizeIs;
 
 Config TwoProcessConfig() {
@@ -192,6 +193,33 @@ TEST(PlanTest, FormatPlanNamesEverythingTheUserNeeds) {
   EXPECT_THAT(text, HasSubstr("rendezvous:          10.0.0.1:29500"));
   EXPECT_THAT(text, HasSubstr("train.bin --epochs 3"));
   EXPECT_THAT(text, HasSubstr("MASTER_PORT:         a free port on machine 0\n"));
+}
+
+TEST(PlanTest, FormatPlanPrintsEveryRendezvousTimeout) {
+  // A user report: torchrun's last call (30 s) and store read (60 s) were nowhere to be seen.
+  Config c;
+  c.num_machines = 2;
+  c.num_processes = 4;
+  c.min_machines = 1;
+  c.use_cpu = true;
+  c.rdzv_timeout_s = 120;
+  c.rdzv_last_call_s = 2;
+  auto plan = MakePlan(c, 0, "");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string text = FormatPlan(*plan, {"train.bin"});
+  EXPECT_THAT(text, HasSubstr("rendezvous timeouts: join 120 s (rdzv_timeout"));
+  EXPECT_THAT(text, HasSubstr("last call 2 s (rdzv_last_call), survivors of a restart 3 s"));
+  EXPECT_THAT(text, HasSubstr("connect attempt 2 s"));
+  EXPECT_THAT(text, HasSubstr("a worker's first store call 30 s, one store or report call 10 s"));
+  EXPECT_THAT(text, HasSubstr("lost machine:        no heartbeat for 1.5 s (one every 0.5 s)"));
+  EXPECT_THAT(text, HasSubstr("or after 30 s silent"));
+  EXPECT_THAT(text, HasSubstr("collective timeout:  300 s"));
+  c.num_processes = 1;
+  c.num_machines = 1;
+  c.min_machines = 0;
+  plan = MakePlan(c, 0, "");
+  ASSERT_TRUE(plan.ok());
+  EXPECT_THAT(FormatPlan(*plan, {"train.bin"}), Not(HasSubstr("rendezvous timeouts")));
 }
 
 TEST(PlanTest, FormatSaysWhatTheWorkersGetForTheirOwnSettings) {
