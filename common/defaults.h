@@ -129,6 +129,11 @@ inline constexpr milliseconds kOwnSignalGrace{1000};
 // first named. Long enough for a slow step, a checkpoint save or an evaluation pass on one rank
 // (it uses CPU), short enough that a stopped or deadlocked job ends in about a minute.
 inline constexpr seconds kHangTimeout{60};
+// Start-up grace: a rank that has not yet completed its first step (progress record step 0) is
+// not idle for hang detection for this long after it was spawned (importing torch, loading data
+// and building the model on a loaded host), unless it is stopped. 600 s: torch.distributed's
+// default collective timeout and the c10d rendezvous join timeout.
+inline constexpr seconds kStartupTimeout{600};
 // How far above the hang timeout the workers' collective deadline lies (ACCEL_COLLECTIVE_TIMEOUT_MS
 // is the longer of libaccel's kCollectiveTimeout and hang timeout + this).
 inline constexpr seconds kHangCollectiveMargin{30};

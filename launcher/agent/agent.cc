@@ -192,6 +192,7 @@ SupervisorOptions Agent::MakeSupervisorOptions() const {
   options.shutdown_grace = absl::FromChrono(FromSeconds(config_.shutdown_grace_s));
   options.monitor_interval = absl::FromChrono(FromSeconds(config_.monitor_interval_s));
   options.hang_timeout = absl::FromChrono(FromSeconds(plan_.hang_timeout_s));
+  options.startup_timeout = absl::FromChrono(FromSeconds(plan_.startup_timeout_s));
   return options;
 }
 

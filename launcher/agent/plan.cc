@@ -163,6 +163,7 @@ absl::StatusOr<LaunchPlan> MakePlan(const Config& config, int gpu_count,
   plan.single_process = plan.world_size == 1;
   if (!plan.single_process && config.hang_timeout_s > 0) {
     plan.hang_timeout_s = config.hang_timeout_s;
+    plan.startup_timeout_s = config.startup_timeout_s;
     plan.collective_timeout_ms = CollectiveTimeoutMs(config.hang_timeout_s);
   }
   plan.torchrun_env = !plan.single_process;
@@ -291,6 +292,10 @@ std::string FormatPlan(const LaunchPlan& plan, const std::vector<std::string>& a
   absl::StrAppend(&out, "  max restarts:        ", plan.max_restarts, "\n");
   absl::StrAppend(&out, "  hang timeout:        ",
                   plan.hang_timeout_s > 0 ? absl::StrCat(plan.hang_timeout_s, " s") : "off", "\n");
+  if (plan.hang_timeout_s > 0) {
+    absl::StrAppend(&out, "  startup timeout:     ", plan.startup_timeout_s,
+                    " s (no hang verdict for a rank before its first step)\n");
+  }
   absl::StrAppend(&out, "  DDP overlap:         ",
                   DescribeDdpOverlap(plan, std::getenv(env::kOmpNumThreads),
                                      std::getenv(env::kOverlap), UsableCores()),

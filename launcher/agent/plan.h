@@ -49,6 +49,8 @@ struct LaunchPlan {
   bool debug = false;
   // Hang detection: zero when off (always off for a single process: no peer waits on it).
   double hang_timeout_s = 0;
+  // The start-up grace of hang detection (config startup_timeout; used only with a hang timeout).
+  double startup_timeout_s = 0;
   // ACCEL_COLLECTIVE_TIMEOUT_MS for the workers, above the hang timeout; 0 = libaccel's default.
   int collective_timeout_ms = 0;
   // torchrun's variables (RANK, WORLD_SIZE, MASTER_ADDR, ...): always with several processes,

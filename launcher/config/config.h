@@ -116,6 +116,8 @@ struct Config {
   std::string tls_ca_file;
   // 0 = off; a job of 2+ processes where no rank advances, uses CPU or writes output is ended.
   double hang_timeout_s = ToSeconds(defaults::kHangTimeout);
+  // How long a rank that has not completed its first step is exempt from hang detection.
+  double startup_timeout_s = ToSeconds(defaults::kStartupTimeout);
   std::vector<int> ranks_filter;  // empty = all ranks on the console
   // The job's status (0 = off): how often every machine samples and publishes its ranks.
   double status_interval_s = ToSeconds(defaults::kStatusInterval);

@@ -299,6 +299,11 @@ std::vector<KeySpec> MakeSchema() {
                     absl::StrCat("SIGTERM → this many seconds → SIGKILL when stopping workers "
                                  "(default ",
                                  Seconds(defaults.shutdown_grace_s), ")")),
+      ACCEL_SECONDS(startup_timeout, startup_timeout_s,
+                    absl::StrCat("hang detection's start-up grace: a rank that has not completed "
+                                 "its first step is not judged hung for this long after it "
+                                 "started, unless stopped (default ",
+                                 Seconds(defaults.startup_timeout_s), ")")),
       ACCEL_SECONDS(status_interval, status_interval_s,
                     absl::StrCat("how often every machine samples and publishes its ranks for "
                                  "the status line and `accel-launch status`, seconds; 0 = off "

@@ -22,6 +22,7 @@ HangWatchOptions WatchOptions(const SupervisorOptions& options) {
   watch.machine_rank = options.machine_rank;
   watch.host = options.host;
   watch.hang_timeout = options.hang_timeout;
+  watch.startup_timeout = options.startup_timeout;
   return watch;
 }
 

@@ -23,12 +23,14 @@ std::optional<progress::Record> ReadProgressFile(const std::string& path) {
 }
 
 HangDetector::HangDetector(int machine_rank, std::string host, TreeSampler sample_tree,
-                           absl::Duration cpu_window, double busy_cpu_fraction)
+                           absl::Duration cpu_window, double busy_cpu_fraction,
+                           absl::Duration startup_timeout)
     : machine_rank_(machine_rank),
       host_(std::move(host)),
       sample_tree_(sample_tree ? std::move(sample_tree) : TreeSampler(SampleProcessTree)),
       cpu_window_(cpu_window),
       busy_cpu_fraction_(busy_cpu_fraction),
+      startup_timeout_(startup_timeout),
       ticks_per_second_(ClockTicksPerSecond()) {}
 
 void HangDetector::Watch(int rank, pid_t pid, std::string progress_path, absl::Time now) {
@@ -37,6 +39,7 @@ void HangDetector::Watch(int rank, pid_t pid, std::string progress_path, absl::T
   w.progress_path = std::move(progress_path);
   w.active = now;
   w.advanced = now;
+  w.watched = now;
   ranks_[rank] = std::move(w);
 }
 
@@ -84,6 +87,12 @@ void HangDetector::Sample(absl::Time now, const std::function<std::uint64_t(int)
     advanced = advanced || active || tree.io_bytes != w.io_bytes;
     w.io_bytes = tree.io_bytes;
     active = Busy(w, now, tree.cpu_ticks) || active;
+    // Start-up grace: no step completed yet (importing, loading, building the model).
+    const bool starting = !w.progress_path.empty() &&
+                          (!w.progress.has_value() || w.progress->step == 0) &&
+                          now - w.watched < startup_timeout_;
+    active = active || starting;
+    advanced = advanced || starting;
     if (active && !w.stopped) {
       w.active = now;
     }

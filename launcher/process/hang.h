@@ -8,8 +8,11 @@
 // or samples), it writes output, or its process tree reads or writes any bytes (/proc/<pid>/io).
 // A job is hung when no rank of any machine was active for the hang timeout, or when no rank
 // advanced for it while the ranks' collective counts show the others waiting in a collective one
-// rank never reached (StalledInCollective: a rank spinning in a loop uses CPU but does not
-// advance); hang_verdict.h then names the rank the others wait on. Not thread-safe.
+// rank never reached. Start-up grace: a rank with a progress file whose record shows no completed
+// step yet counts as active and advancing for the startup timeout after Watch (a worker still
+// importing torch on a loaded host is not hung), unless a process of it is stopped
+// (StalledInCollective: a rank spinning in a loop uses CPU but does not advance); hang_verdict.h
+// then names the rank the others wait on. Not thread-safe.
 //
 // JobProgress is the other machines' side (launcher/agent/progress_exchange, over the rendezvous
 // store): this machine publishes its ranks and reads how long the whole job has been idle, the
@@ -48,7 +51,8 @@ class HangDetector {
   // `sample_tree` null = SampleProcessTree.
   HangDetector(int machine_rank, std::string host, TreeSampler sample_tree = nullptr,
                absl::Duration cpu_window = absl::FromChrono(defaults::kHangCpuWindow),
-               double busy_cpu_fraction = defaults::kHangBusyCpuFraction);
+               double busy_cpu_fraction = defaults::kHangBusyCpuFraction,
+               absl::Duration startup_timeout = absl::FromChrono(defaults::kStartupTimeout));
 
   // Starts watching `rank` (process `pid`; its progress file at `progress_path`, "" = none).
   void Watch(int rank, pid_t pid, std::string progress_path, absl::Time now);
@@ -78,6 +82,7 @@ class HangDetector {
     std::deque<std::pair<absl::Time, std::uint64_t>> cpu;  // (time, CPU ticks) over the window
     absl::Time active;                                     // when it was last active
     absl::Time advanced;                                   // when it last advanced
+    absl::Time watched;                                    // when Watch began
   };
   // Returns true when `w`'s CPU use over the window reached the busy fraction.
   bool Busy(Watched& w, absl::Time now, std::uint64_t ticks) const;
@@ -87,6 +92,7 @@ class HangDetector {
   const TreeSampler sample_tree_;
   const absl::Duration cpu_window_;
   const double busy_cpu_fraction_;
+  const absl::Duration startup_timeout_;
   const double ticks_per_second_;
   std::map<int, Watched> ranks_;
 };

@@ -9,7 +9,9 @@ namespace accel::launcher {
 HangWatch::HangWatch(HangWatchOptions options, JobProgress* job)
     : options_(std::move(options)),
       job_(job),
-      detector_(options_.machine_rank, options_.host, options_.sample_tree) {}
+      detector_(options_.machine_rank, options_.host, options_.sample_tree,
+                absl::FromChrono(defaults::kHangCpuWindow), defaults::kHangBusyCpuFraction,
+                options_.startup_timeout) {}
 
 HangWatch::Action HangWatch::Check(absl::Time now,
                                    const std::function<std::uint64_t(int)>& output_bytes) {

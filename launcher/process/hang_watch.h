@@ -29,6 +29,9 @@ struct HangWatchOptions {
   int machine_rank = 0;
   std::string host;
   absl::Duration hang_timeout = absl::FromChrono(defaults::kHangTimeout);
+  // A rank that has not completed its first step is not idle for this long after it was watched
+  // (HangDetector's start-up grace).
+  absl::Duration startup_timeout = absl::FromChrono(defaults::kStartupTimeout);
   // How long a proposed verdict may take to settle before this machine's own is used.
   absl::Duration settle_timeout = absl::FromChrono(defaults::kHangVerdictWait);
   // How long to wait for the root-cause machine's report.

@@ -58,6 +58,8 @@ struct SupervisorOptions {
   absl::Duration shutdown_grace = absl::FromChrono(defaults::kShutdownGrace);
   absl::Duration monitor_interval = absl::FromChrono(defaults::kMonitorInterval);  // hang checks
   absl::Duration hang_timeout = absl::ZeroDuration();                              // zero = off
+  // A rank before its first step is not idle for hang detection for this long (hang_watch.h).
+  absl::Duration startup_timeout = absl::FromChrono(defaults::kStartupTimeout);
   // How long output still open after every worker was reaped is drained.
   absl::Duration drain_timeout = absl::FromChrono(defaults::kOutputDrainTimeout);
 };

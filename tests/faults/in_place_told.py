@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Issue 25's "told plainly" after in-place membership changes, under accel-launch: 3 machines
 (network namespaces on one bridge) x 2 train.bin workers, --min_machines 1 --elastic_in_place
---hang_timeout 8 (a start-up starved of CPU on a loaded host must not look like a hang; 4 s did
-at load 33). Two changes in one job:
+--hang_timeout 4 (a start-up starved of CPU on a loaded host is not a hang: the start-up grace,
+--startup_timeout, issue 35). Two changes in one job:
 
 1. Machine 1 (a LOWER machine) leaves: its two workers are SIGKILLed once every rank trained
    --warm_steps steps. Machine 2's workers (ranks 4, 5) go on as ranks 2, 3 of world 4.
@@ -17,8 +17,8 @@ at load 33). Two changes in one job:
    0-1.
 Finally machine 0's launcher is interrupted (SIGTERM); no process may be left.
 
-Generations are counted from the one the job trains in (normally 0: a start-up starved of CPU on a
-loaded host may be judged a hang and restart the job first; --max_restarts 5 leaves room).
+The job trains in generation 0: a restart before the first change (a start-up judged a hang) fails
+the trial.
 
 Before this change the status kept generation 0 and world 6 with machine 2's ranks as 4 and 5,
 and an in-place job had no hang exchange between machines. Prints one line per trial; exit 1 when
@@ -45,6 +45,13 @@ from cluster import kill_pids  # noqa: E402
 from in_place import Run, workers  # noqa: E402
 from many_machines import run_trials  # noqa: E402
 
+
+
+def newest_attempt(work, run_id, machine):
+    """The number of machine `machine`'s newest attempt directory (-1: none)."""
+    found = glob.glob(os.path.join(glob.escape(work), f"accel-{run_id}-m{machine}-*"))
+    attempts = glob.glob(os.path.join(glob.escape(found[0]), "attempt_*")) if found else []
+    return max((int(a.rsplit("_", 1)[1]) for a in attempts), default=-1)
 
 
 def newest_progress(work, run_id, machine, rank):
@@ -123,8 +130,8 @@ def trial(args, bridge, number, work_root):
     port = 29800 + (number * 3) % 90
     run_id = f"told-{port}"
     job = Run(args, bridge, work, "told", 3, port,
-              ["--min_machines", "1", "--max_restarts", "5", "--elastic_in_place",
-               "--hang_timeout", "8", "--status_interval", "1"],
+              ["--min_machines", "1", "--max_restarts", "2", "--elastic_in_place",
+               "--hang_timeout", "4", "--status_interval", "1"],
               ["--steps", "1000000"])
     notes = []
     prefixes = "output prefixes not checked (train.bin printed no line after the change)"
@@ -144,8 +151,11 @@ def trial(args, bridge, number, work_root):
     at_start = {r: (m, pid) for m, ranks in enumerate((m0, m1, m2)) for r, pid in ranks.items()}
     first, _ = await_status(args, bridge, work, run_id, lambda j: shape(j)[1:] == (6, 3, at_start),
                             20)
-    # Generation g: normally 0 (1 or more after a restart at start-up, see newest_progress).
+    # Generation 0: no restart at start-up (the start-up grace), or the trial fails.
     g = shape(first)[0] if first is not None else 0
+    if g != 0 or newest_attempt(work, run_id, 0) != 0:
+        notes.append(f"restarted before any change: generation {g}, "
+                     f"attempt {newest_attempt(work, run_id, 0)}")
     if shape(first) != (g, 6, 3, at_start):
         notes.append(f"status before any change: {shape(first)}")
     hangs_before = job.log(0).count("hang detected")

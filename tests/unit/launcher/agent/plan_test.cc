@@ -154,6 +154,10 @@ TEST(PlanTest, HangDetectionWatchesTwoOrMoreProcessesAndCollectivesOutlastIt) {
   EXPECT_EQ(plan->hang_timeout_s, ToSeconds(defaults::kHangTimeout));  // on by default
   EXPECT_EQ(plan->collective_timeout_ms, 300000);
   EXPECT_THAT(FormatPlan(*plan, {"prog"}), HasSubstr("hang timeout:        60 s\n"));
+  EXPECT_EQ(plan->startup_timeout_s, ToSeconds(defaults::kStartupTimeout));
+  EXPECT_THAT(FormatPlan(*plan, {"prog"}),
+              HasSubstr("startup timeout:     600 s (no hang verdict for a rank before its first "
+                        "step)\n"));
   c.hang_timeout_s = 600;  // longer than libaccel's collective deadline: the deadline follows
   plan = MakePlan(c, 0, "");
   EXPECT_EQ(plan->collective_timeout_ms, (600 + 30) * 1000);

@@ -50,10 +50,11 @@ HangWatchOptions Options(int machine) {
 const absl::Time t0 = absl::FromUnixSeconds(1000);
 
 // Writes a progress record (step 10) with these collective counts.
-void WriteRecord(const std::string& path, std::uint64_t started, std::uint64_t done) {
+void WriteRecord(const std::string& path, std::uint64_t started, std::uint64_t done,
+                 std::uint64_t step = 10) {
   std::string bytes;
   for (std::uint64_t w :
-       {std::uint64_t{10}, started, done, std::uint64_t{0}, std::uint64_t{0}, std::uint64_t{0}}) {
+       {step, started, done, std::uint64_t{0}, std::uint64_t{0}, std::uint64_t{0}}) {
     for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>(w >> (8 * i)));
   }
   std::ofstream(path, std::ios::binary) << bytes;
@@ -222,6 +223,47 @@ TEST(HangWatchTest, AVerdictSettledElsewhereIsActedOnWithoutAHangSeenHere) {
   EXPECT_EQ(watch.verdict().rank, 3);
   EXPECT_TRUE(watch.agreed());
   EXPECT_FALSE(job.proposed.has_value());
+}
+
+// Issue 35's start-up grace: a rank whose record shows no completed step (still importing torch
+// on a loaded host, no CPU, no output) is not hung within the startup timeout; once it has made
+// its first step, or past the startup timeout, the hang timeout applies as to any rank.
+TEST(HangWatchTest, ARankBeforeItsFirstStepIsNotHungWithinTheStartupTimeout) {
+  const accel::testing::TempDir temp;
+  const std::string path = temp.path() + "/progress";
+  WriteRecord(path, 1, 1, /*step=*/0);
+  HangWatchOptions options = Options(0);
+  options.startup_timeout = absl::Seconds(20);
+  HangWatch watch(options, nullptr);
+  watch.Watch(0, 100, path, t0);
+  for (int s = 1; s <= 19; ++s) {
+    EXPECT_EQ(watch.Check(t0 + absl::Seconds(s), NoOutput), HangWatch::Action::kNone) << s;
+  }
+  // Past the startup timeout: the hang timeout runs from its end.
+  EXPECT_EQ(watch.Check(t0 + absl::Seconds(23.5), NoOutput), HangWatch::Action::kNone);
+  EXPECT_EQ(watch.Check(t0 + absl::Seconds(24.5), NoOutput), HangWatch::Action::kEndLocal);
+
+  // After its first step, no grace: 5 s idle is a hang.
+  WriteRecord(path, 1, 1, /*step=*/1);
+  HangWatch stepped(options, nullptr);
+  stepped.Watch(0, 100, path, t0);
+  EXPECT_EQ(stepped.Check(t0 + absl::Seconds(1), NoOutput), HangWatch::Action::kNone);
+  EXPECT_EQ(stepped.Check(t0 + absl::Seconds(6.5), NoOutput), HangWatch::Action::kEndLocal);
+}
+
+// A stopped process gets no grace: it is named a hang timeout after it stopped.
+TEST(HangWatchTest, AStoppedRankBeforeItsFirstStepIsNamed) {
+  const accel::testing::TempDir temp;
+  const std::string path = temp.path() + "/progress";
+  WriteRecord(path, 0, 0, /*step=*/0);
+  HangWatchOptions options = Options(0);
+  options.startup_timeout = absl::Seconds(600);
+  options.sample_tree = [](pid_t) { return ProcessTreeSample{true, true, 0, 0}; };
+  HangWatch watch(options, nullptr);
+  watch.Watch(0, 100, path, t0);
+  EXPECT_EQ(watch.Check(t0 + absl::Seconds(1), NoOutput), HangWatch::Action::kNone);
+  EXPECT_EQ(watch.Check(t0 + absl::Seconds(6), NoOutput), HangWatch::Action::kEndLocal);
+  EXPECT_TRUE(watch.verdict().stopped);
 }
 
 }  // namespace
