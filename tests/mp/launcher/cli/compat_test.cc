@@ -125,7 +125,8 @@ class CompatTest : public ::testing::Test {
     return port.ok() ? *port : 0;
   }
   // A multi-machine job needs a rendezvous token (the machines of these tests share it this way).
-  static constexpr char kToken[] = "ACCEL_RDZV_TOKEN=7d3e91c0a2b64f58e1c7093ab5d26f4e8c01b9a3d7e25f60c4a8b1e93d70f25c";
+  static constexpr char kToken[] =
+      "ACCEL_RDZV_TOKEN=7d3e91c0a2b64f58e1c7093ab5d26f4e8c01b9a3d7e25f60c4a8b1e93d70f25c";
 
   RunResult Launch(std::vector<std::string> args, absl::Duration timeout = absl::Seconds(180)) {
     args.insert(args.begin(), kLauncher);
