@@ -88,8 +88,11 @@ void HangDetector::Sample(absl::Time now, const std::function<std::uint64_t(int)
     w.io_bytes = tree.io_bytes;
     active = Busy(w, now, tree.cpu_ticks) || active;
     // Start-up grace: no step completed yet (importing, loading, building the model).
+    // Its first step or first collective ends start-up: a rank waiting in a collective has
+    // started (a Python program that never steps, say, must still be judged).
     const bool starting = !w.progress_path.empty() &&
-                          (!w.progress.has_value() || w.progress->step == 0) &&
+                          (!w.progress.has_value() ||
+                           (w.progress->step == 0 && w.progress->collectives_started == 0)) &&
                           now - w.watched < startup_timeout_;
     active = active || starting;
     advanced = advanced || starting;

@@ -225,13 +225,14 @@ TEST(HangWatchTest, AVerdictSettledElsewhereIsActedOnWithoutAHangSeenHere) {
   EXPECT_FALSE(job.proposed.has_value());
 }
 
-// Issue 35's start-up grace: a rank whose record shows no completed step (still importing torch
-// on a loaded host, no CPU, no output) is not hung within the startup timeout; once it has made
-// its first step, or past the startup timeout, the hang timeout applies as to any rank.
+// Issue 35's start-up grace: a rank whose record shows no step and no collective (still importing
+// torch on a loaded host, no CPU, no output) is not hung within the startup timeout; once it has
+// made its first step or started its first collective, or past the startup timeout, the hang
+// timeout applies as to any rank.
 TEST(HangWatchTest, ARankBeforeItsFirstStepIsNotHungWithinTheStartupTimeout) {
   const accel::testing::TempDir temp;
   const std::string path = temp.path() + "/progress";
-  WriteRecord(path, 1, 1, /*step=*/0);
+  WriteRecord(path, 0, 0, /*step=*/0);
   HangWatchOptions options = Options(0);
   options.startup_timeout = absl::Seconds(20);
   HangWatch watch(options, nullptr);
@@ -249,6 +250,14 @@ TEST(HangWatchTest, ARankBeforeItsFirstStepIsNotHungWithinTheStartupTimeout) {
   stepped.Watch(0, 100, path, t0);
   EXPECT_EQ(stepped.Check(t0 + absl::Seconds(1), NoOutput), HangWatch::Action::kNone);
   EXPECT_EQ(stepped.Check(t0 + absl::Seconds(6.5), NoOutput), HangWatch::Action::kEndLocal);
+
+  // Nor after its first collective: a program that never steps (plain torch.distributed) and
+  // waits in a collective is judged like any rank.
+  WriteRecord(path, 1, 0, /*step=*/0);
+  HangWatch collecting(options, nullptr);
+  collecting.Watch(0, 100, path, t0);
+  EXPECT_EQ(collecting.Check(t0 + absl::Seconds(1), NoOutput), HangWatch::Action::kNone);
+  EXPECT_EQ(collecting.Check(t0 + absl::Seconds(6.5), NoOutput), HangWatch::Action::kEndLocal);
 }
 
 // A stopped process gets no grace: it is named a hang timeout after it stopped.
