@@ -94,12 +94,22 @@ void HangDetector::Sample(absl::Time now, const std::function<std::uint64_t(int)
                           (!w.progress.has_value() ||
                            (w.progress->step == 0 && w.progress->collectives_started == 0)) &&
                           now - w.watched < startup_timeout_;
-    active = active || starting;
-    advanced = advanced || starting;
+    w.starting = starting;
     if (active && !w.stopped) {
       w.active = now;
     }
     if (advanced && !w.stopped) {
+      w.advanced = now;
+    }
+  }
+  // The grace counts a starting rank as active, unless another rank is seen stopped: then the
+  // job cannot go on whatever the starting ones do, and the stopped rank is named at once.
+  bool any_stopped = false;
+  for (const auto& [rank, w] : ranks_) any_stopped = any_stopped || w.stopped;
+  if (any_stopped) return;
+  for (auto& [rank, w] : ranks_) {
+    if (w.starting && !w.stopped) {
+      w.active = now;
       w.advanced = now;
     }
   }

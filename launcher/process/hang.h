@@ -83,6 +83,7 @@ class HangDetector {
     absl::Time active;                                     // when it was last active
     absl::Time advanced;                                   // when it last advanced
     absl::Time watched;                                    // when Watch began
+    bool starting = false;  // in its start-up grace at the last Sample
   };
   // Returns true when `w`'s CPU use over the window reached the busy fraction.
   bool Busy(Watched& w, absl::Time now, std::uint64_t ticks) const;
