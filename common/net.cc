@@ -75,6 +75,20 @@ absl::Status CheckPortFree(const std::string& host, int port) {
   return absl::ErrnoToStatus(errno, absl::StrCat("check ", where));
 }
 
+std::string AddressText(const struct sockaddr* address) {
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* raw = nullptr;
+  if (address->sa_family == AF_INET6) {
+    raw = &reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr;
+  } else if (address->sa_family == AF_INET) {
+    raw = &reinterpret_cast<const sockaddr_in*>(address)->sin_addr;
+  }
+  if (raw == nullptr || ::inet_ntop(address->sa_family, raw, text, sizeof(text)) == nullptr) {
+    return "";
+  }
+  return text;
+}
+
 absl::StatusOr<std::string> LocalAddressFor(const std::string& host) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -86,13 +100,8 @@ absl::StatusOr<std::string> LocalAddressFor(const std::string& host) {
   std::vector<std::string> seen;
   std::string local;
   for (const addrinfo* a = list; a != nullptr && local.empty(); a = a->ai_next) {
-    char text[INET6_ADDRSTRLEN] = {};
-    const void* raw =
-        a->ai_family == AF_INET6
-            ? static_cast<const void*>(
-                  &reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr)
-            : static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(a->ai_addr)->sin_addr);
-    if (::inet_ntop(a->ai_family, raw, text, sizeof(text)) == nullptr) continue;
+    const std::string text = AddressText(a->ai_addr);
+    if (text.empty()) continue;
     seen.emplace_back(text);
     // Binding port 0 succeeds exactly when the address is one of this machine's.
     UniqueFd fd(::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));

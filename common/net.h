@@ -4,6 +4,8 @@
 #ifndef ACCEL_COMMON_NET_H_
 #define ACCEL_COMMON_NET_H_
 
+#include <sys/socket.h>
+
 #include <string>
 
 #include "absl/status/status.h"
@@ -17,6 +19,9 @@ namespace accel {
 // every address. Errors: socket(2)/bind(2)'s errno, e.g. "pick free port: bind 10.0.0.9:0: Cannot
 // assign requested address".
 absl::StatusOr<int> PickFreePort(const std::string& host);
+
+// Returns the numeric text of an IPv4 or IPv6 socket address ("" for another family).
+std::string AddressText(const struct sockaddr* address);
 
 // Returns the numeric address of `host` (an address, or a name resolved with getaddrinfo) that
 // belongs to this machine: one a socket here can bind. NOT_FOUND when none does (the address is

@@ -10,8 +10,9 @@
 #include <cstring>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/net.h"
+#include "common/net.h"
 #include "common/unique_fd.h"
 
 namespace accel::launcher {
@@ -42,13 +43,8 @@ absl::Status CheckServerReachable(const std::string& host, absl::Duration budget
   }
   std::vector<Probe> probes;
   for (const addrinfo* a = list; a != nullptr; a = a->ai_next) {
-    char text[INET6_ADDRSTRLEN] = {};
-    const void* raw =
-        a->ai_family == AF_INET6
-            ? static_cast<const void*>(
-                  &reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr)
-            : static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(a->ai_addr)->sin_addr);
-    if (::inet_ntop(a->ai_family, raw, text, sizeof(text)) == nullptr) continue;
+    const std::string text = AddressText(a->ai_addr);
+    if (text.empty()) continue;
     Probe probe;
     probe.address = text;
     probe.fd = UniqueFd(::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
