@@ -10,8 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/net.h"
 #include "common/net.h"
 #include "common/unique_fd.h"
 
