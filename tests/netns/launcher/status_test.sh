@@ -117,10 +117,17 @@ victim=$(status1 --json | python3 -c 'import json,sys; print([r["pid"] for r in 
 ( while kill -STOP "$victim" 2>/dev/null; do sleep 0.3; kill -CONT "$victim" 2>/dev/null || exit 0; sleep 0.1; done ) &
 slower=$!
 slowed_at=$SECONDS
+# status --json and status's table are each polled: each judges the window it reads, and the
+# slowed rank's own work per step swings with where its stops land (in its own work, or in a
+# collective: one CI run's table read 49 % more than the median a moment after --json read
+# 110 %), so a second read right after the first proves nothing more; each must name rank 3
+# within the bound. (Its STATE may read "stopped" at that moment: the table shows both facts,
+# tests/unit/launcher/status/status_format_test.cc.)
 console=
 named=
+tabled=
 deadline=$(( slowed_at + 3 * window ))
-while (( SECONDS < deadline )) && [[ -z $console || -z $named ]]; do
+while (( SECONDS < deadline )) && [[ -z $console || -z $named || -z $tabled ]]; do
   if [[ -z $console ]] && grep -q "rank 3 (machine 1.*is a straggler" "$work/m0.log"; then
     console=$(( SECONDS - slowed_at ))
   fi
@@ -128,18 +135,23 @@ while (( SECONDS < deadline )) && [[ -z $console || -z $named ]]; do
       python3 -c 'import json,sys; sys.exit(0 if any(s["rank"] == 3 for s in json.load(sys.stdin)["stragglers"]) else 1)'; then
     named=$(( SECONDS - slowed_at ))
   fi
+  if [[ -z $tabled ]] && status1 >"$work/table2.txt" 2>/dev/null &&
+      grep -q "straggler: rank 3$" "$work/table2.txt"; then
+    tabled=$(( SECONDS - slowed_at ))
+  fi
   sleep 0.5
 done
 [[ -n $console ]] || fail "machine 0's console did not name rank 3 within $(( 3 * window )) s"
 [[ -n $named ]] || fail "accel-launch status did not name rank 3 within $(( 3 * window )) s"
+[[ -n $tabled ]] || fail "status's table did not name rank 3 a straggler within $(( 3 * window )) s"
 grep "is a straggler" "$work/m0.log" | head -n 3
-echo "rank 3 named on machine 0's console after ${console} s, by status after ${named} s (window ${window} s)"
+cat "$work/table2.txt"
+echo "rank 3 named on machine 0's console after ${console} s, by status after ${named} s," \
+  "by its table after ${tabled} s (window ${window} s)"
 limit=$(( window + 2 * interval ))
 (( console <= limit )) || fail "console named rank 3 after ${console} s, more than one window (${limit} s)"
 (( named <= limit )) || fail "status named rank 3 after ${named} s, more than one window (${limit} s)"
-status1 >"$work/table2.txt" || fail "status (table) on machine 1 failed while rank 3 was slowed"
-cat "$work/table2.txt"
-grep -q "straggler: rank 3$" "$work/table2.txt" || fail "status's table does not name rank 3 a straggler"
+(( tabled <= limit )) || fail "status's table named rank 3 after ${tabled} s, more than one window (${limit} s)"
 # Another rank named too would make the line meaningless.
 if grep -E "rank [012] \(machine .*is a straggler" "$work/m0.log"; then
   fail "a rank that was not slowed was named a straggler"

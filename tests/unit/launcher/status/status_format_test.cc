@@ -64,6 +64,19 @@ TEST(StatusFormatTest, TableHasEveryRankAndTheStraggler) {
   EXPECT_THAT(table, HasSubstr("rank 1 (machine 1, host beta) is a straggler"));
 }
 
+// A straggler caught stopped (a duty cycle of SIGSTOP, as tests/netns/launcher/status_test.sh
+// slows its rank, or a debugger) is both: STATE says stopped, the line still names it.
+TEST(StatusFormatTest, AStoppedStragglerIsShownStoppedAndNamedAStraggler) {
+  JobView job = Job();
+  job.ranks[1].state = RankState::kStopped;
+  std::vector<Straggler> slow = FindStragglers(job.ranks, 0.25, 5);
+  ASSERT_EQ(slow.size(), 1u);
+  const std::string table = FormatStatusTable(job, slow);
+  EXPECT_THAT(table, HasSubstr("s  stopped\n"));
+  EXPECT_THAT(table, HasSubstr("| 1 stopped | straggler: rank 1\n"));
+  EXPECT_THAT(table, HasSubstr("rank 1 (machine 1, host beta) is a straggler"));
+}
+
 TEST(StatusFormatTest, JsonListsRanksAndStragglers) {
   JobView job = Job();
   job.ranks[0].state = RankState::kExited;
