@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -305,6 +306,10 @@ RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job, double s
                           throughput.Rate(acc.step_count()), show_scale ? acc.loss_scale() : 0};
   };
   auto done = [&] { return flags.steps > 0 && acc.step_count() >= flags.steps; };
+  // --min-step-ms: an optimizer step ends no sooner than this after the previous one ended.
+  const auto pace = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double, std::milli>(flags.min_step_ms));
+  auto step_began = std::chrono::steady_clock::now();
   for (;;) {
     try {
       for (std::int64_t epoch = job.loader.sampler().epoch();
@@ -337,6 +342,10 @@ RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job, double s
           times.Line("step", step, acc);
           const bool traced = flags.trace_params_every > 0 && step % flags.trace_params_every == 0;
           trace.Step(at(), traced, traced ? hash() : 0);
+          if (flags.min_step_ms > 0) {
+            std::this_thread::sleep_until(step_began + pace);
+            step_began = std::chrono::steady_clock::now();
+          }
           const bool warmup_end = flags.warmup > 0 && step == flags.warmup;
           const bool last = done() || (flags.steps == 0 && last_batch && epoch + 1 == flags.epochs);
           // Reading the loss waits for the device: every --log-every steps, and where the clock

@@ -62,6 +62,9 @@ std::string TrainUsage() {
   --log-every N              read the loss (a device sync) and show progress every N steps,
                              plus the first, the end of warm-up and the last; 0: only those
                              (default 1)
+  --min-step-ms X            each optimizer step lasts at least X ms (a sleep after a faster
+                             one; the math is unchanged): a job that keeps training for a
+                             while on little CPU (tests/faults: jobs a stranger attacks)
 )";
 }
 
@@ -117,6 +120,7 @@ std::optional<TrainFlags> ParseTrainFlags(const std::vector<std::string>& args,
       {"seed", num(&flags.seed)},
       {"max-grad-norm", num(&flags.max_grad_norm)},
       {"log-every", num(&flags.log_every)},
+      {"min-step-ms", num(&flags.min_step_ms)},
   };
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];
@@ -180,6 +184,7 @@ std::optional<TrainFlags> ParseTrainFlags(const std::vector<std::string>& args,
   if (flags.trace_params_every < 0) {
     problems << "train.bin: --trace-params-every must not be negative\n";
   }
+  if (flags.min_step_ms < 0) problems << "train.bin: --min-step-ms must not be negative\n";
   if (flags.log_every < 0) problems << "train.bin: --log-every must not be negative\n";
   if (flags.lr <= 0) problems << "train.bin: --lr must be positive\n";
   if (flags.resume && flags.checkpoint_dir.empty()) {

@@ -37,6 +37,7 @@ struct TrainFlags {
   bool device_data = false;  // --device-data: the whole set on the training device (benchmarks)
   std::int64_t log_every =
       1;  // read the loss every N steps (and first, warm-up end, last); 0: only those
+  double min_step_ms = 0;  // each optimizer step lasts at least this long (a sleep after it)
   bool help = false;
 };
 

@@ -13,6 +13,7 @@ import time
 from job import TRAIN_ARGS, Job
 
 FINITE_STEPS = 250  # the restart, third-party and checkpoint jobs train this many steps
+PACED_STEPS = FINITE_STEPS * 4  # a job that must outlast a stranger (Context.outlasting_program)
 ROOT_RANK3 = r"root cause\s+1\s+\S+\s+3\s"  # a table row: machine 1, rank 3
 
 
@@ -43,8 +44,6 @@ class Context:
         self.count = 0
         self.last_work = ""  # the directory of the last trial's job (logs, scratch)
         self._clean = {}  # steps -> checksum of an undisturbed run
-        self.clean_seconds = 0.0  # how long the undisturbed FINITE_STEPS run took
-        self.clean_run_seconds = {}  # steps -> how long that undisturbed run took
 
     def job(self, name: str, run_id: str = None) -> Job:
         self.count += 1
@@ -60,25 +59,19 @@ class Context:
             job = self.job("clean")
             job.start(["--rdzv_token_file", job.token_file("token", "clean-secret")],
                       finite_program(self, ["--steps", str(steps)]))
-            start = time.monotonic()
             job.finish(600)
-            self.clean_run_seconds[steps] = time.monotonic() - start
-            if steps == FINITE_STEPS:
-                self.clean_seconds = self.clean_run_seconds[steps]
             self._clean[steps] = job.checksum()
         return self._clean[steps]
 
-    def outlasting_steps(self, seconds: float, base: int) -> int:
-        """A step count whose undisturbed run lasts at least `seconds` on this machine now:
-        `base` when its clean run (run here if need be) did, else scaled up in multiples of
-        FINITE_STEPS (a quiet machine trains a step in ~5 ms, a loaded one in 40). For jobs that
-        must still be training when a trial's stranger is done with them."""
-        self.clean_checksum(base)
-        took = self.clean_run_seconds[base]
-        if took >= seconds:
-            return base
-        need = base * seconds / max(took, 1.0)
-        return FINITE_STEPS * (int(need) // FINITE_STEPS + 1)
+    def outlasting_program(self, seconds: float, steps: int = PACED_STEPS) -> list:
+        """train.bin for a job that is still training `seconds` after it began: `steps` steps of
+        at least seconds/steps each (--min-step-ms: a sleep after a faster step; the math is
+        unchanged, so clean_checksum(steps), a few seconds, is its reference). For jobs that must
+        still be training when a trial's stranger is done with them: a busy host only makes the
+        steps longer. It used to scale the step count to a calibration run, then run an
+        undisturbed reference as long as the job itself (issue 42: ~60 s of CI)."""
+        return finite_program(self, ["--steps", str(steps),
+                                     "--min-step-ms", f"{1000.0 * seconds / steps:.3f}"])
 
 
 def finite_program(ctx: Context, extra: list = ()) -> list:

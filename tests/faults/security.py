@@ -13,16 +13,11 @@ import struct
 import subprocess
 import time
 
-from scenarios import FINITE_STEPS, Outcome, finite_program
+from scenarios import PACED_STEPS, Outcome
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ATTACKER = [shutil.which("python3") or "/usr/bin/python3", os.path.join(HERE, "attacker.py")]
 TOKEN = "6f1d2c9b8a7e4f30a1b2c3d4e5f60718293a4b5c6d7e8f9001122334455667788"
-# The capture's job trains this many steps (5-10 ms a step on a quiet machine): long enough for a
-# preflight, a status query and every replay to meet it while it trains. Its checksum is an
-# undisturbed run's of as many. Both it and the flood's job train more on a quiet machine
-# (Context.outlasting_steps).
-CAPTURE_STEPS = FINITE_STEPS * 12
 
 
 def self_signed(work: str) -> tuple:
@@ -112,10 +107,9 @@ def capture_replay(ctx):
     client stream to machine 0's port during training gets back nothing of the job."""
     if shutil.which("tcpdump") is None:
         return Outcome(0, True, False, False, "tcpdump missing (scripts/install-deps)")
-    # Long enough (25 s undisturbed) for the preflight, the status query and every replay to
-    # meet it while it trains: 3000 steps took 10 s once on a quiet machine.
-    steps = ctx.outlasting_steps(25, CAPTURE_STEPS)
-    clean = ctx.clean_checksum(steps)
+    # Training for 25 s at least (Context.outlasting_program): the preflight, the status query
+    # and every replay meet it while it trains.
+    clean = ctx.clean_checksum(PACED_STEPS)
     job = ctx.job("capture-replay")
     # Everything (searched for the job's secrets), and the rendezvous port's streams alone (small:
     # parsed for the replays while the job still trains, and checked to be TLS only).
@@ -126,8 +120,7 @@ def capture_replay(ctx):
     time.sleep(1.0)
     start = time.monotonic()
     token = job.token_file("token", TOKEN)
-    job.start(["--rdzv_token_file", token, "--preflight"],
-              finite_program(ctx, ["--steps", str(steps)]))
+    job.start(["--rdzv_token_file", token, "--preflight"], ctx.outlasting_program(25))
     notes = []
     if not job.wait_training(min_step=5):
         notes.append("training never started: " + job.log(0)[-300:])
@@ -275,15 +268,14 @@ def flood(connections: int, streams: int, slow: int, seconds: int):
         TLS connections that try to send a 16 MiB message, handshakes sent a byte a second.
         Passes when the job finishes with an undisturbed run's checksum, machine 0's launcher
         stays under 200 MB resident, no stranger's message got through, and machine 0 logs the
-        refused handshakes a few times, not once per connection. The job (as many steps as
-        last twice the flood plus 10 s undisturbed) must still be training when the flood
-        ends: a flood against a finished job proves nothing."""
-        steps = ctx.outlasting_steps(2 * seconds + 10, CAPTURE_STEPS)
-        clean = ctx.clean_checksum(steps)
+        refused handshakes a few times, not once per connection. The job (paced to train for
+        the flood plus 15 s at least: a busy host only makes it longer) must still be training
+        when the flood ends: a flood against a finished job proves nothing."""
+        clean = ctx.clean_checksum(PACED_STEPS)
         job = ctx.job(f"flood-{connections}")
         cert, key = self_signed(job.work)
         job.start(["--rdzv_token_file", job.token_file("token", TOKEN)],
-                  finite_program(ctx, ["--steps", str(steps)]))
+                  ctx.outlasting_program(seconds + 15))
         if not job.wait_training(min_step=2):
             job.finish(10)
             return Outcome(0, False, False, False, "training never started: " + job.log(0)[-300:])

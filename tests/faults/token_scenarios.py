@@ -4,7 +4,7 @@ import subprocess
 import time
 
 from intruder_verdict import intruder_verdict, third_party_verdict
-from scenarios import FINITE_STEPS, Outcome, finite_program, has
+from scenarios import PACED_STEPS, Outcome, finite_program, has
 
 
 def third_party(ctx):
@@ -14,12 +14,11 @@ def third_party(ctx):
     the job finishes with the checksum of an undisturbed run. "s": the intruder's run."""
     # Long enough for every try to meet the job while it trains: over TCP a refusal is a failed
     # TLS handshake, said after a few attempts (rendezvous/grpc/channel.h); the tries took from
-    # 1.8 s to 14 s under load, and a quiet machine trains a step in ~5 ms.
-    steps = ctx.outlasting_steps(30, FINITE_STEPS * 4)
-    clean = ctx.clean_checksum(steps)  # first: the run's logs are the trial's
+    # 1.8 s to 14 s under load.
+    clean = ctx.clean_checksum(PACED_STEPS)  # first: the run's logs are the trial's
     job = ctx.job("third-party")
     job.start(["--rdzv_token_file", job.token_file("token", "s3cret")],
-              finite_program(ctx, ["--steps", str(steps)]))
+              ctx.outlasting_program(30))
     if not job.wait_training(min_step=2):
         job.finish(5)
         return Outcome(0, False, False, False, "training never started: " + job.log(0)[-300:])

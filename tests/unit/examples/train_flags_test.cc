@@ -68,6 +68,18 @@ TEST(TrainFlags, DeviceDataAndLogEvery) {
   EXPECT_EQ(error, "train.bin: --log-every must not be negative\n");
 }
 
+TEST(TrainFlags, MinStepMs) {
+  std::string error;
+  auto defaults = ParseTrainFlags({}, &error);
+  ASSERT_TRUE(defaults) << error;
+  EXPECT_EQ(defaults->min_step_ms, 0);
+  auto flags = ParseTrainFlags({"--min-step-ms", "12.5"}, &error);
+  ASSERT_TRUE(flags) << error;
+  EXPECT_EQ(flags->min_step_ms, 12.5);
+  EXPECT_FALSE(ParseTrainFlags({"--min-step-ms", "-1"}, &error));
+  EXPECT_EQ(error, "train.bin: --min-step-ms must not be negative\n");
+}
+
 TEST(TrainFlags, ResumeNeedsACheckpointDir) {
   std::string error;
   EXPECT_FALSE(ParseTrainFlags({"--resume"}, &error));
