@@ -130,8 +130,12 @@ int HottestRank(const HeatMap& map) {
   int hottest = -1;
   double most = -1;
   for (std::size_t i = 0; i < map.ranks.size(); ++i) {
-    if (map.cells[i].empty()) continue;
-    const double median = Median(map.cells[i]);
+    // From the rank's first work on: the bins before it (start-up, joining) are no work, not
+    // typical work, and a start-up longer than the slow spell would hide a straggler.
+    const std::vector<double>& row = map.cells[i];
+    const auto first = std::find_if(row.begin(), row.end(), [](double w) { return w > 0; });
+    if (first == row.end()) continue;
+    const double median = Median(std::vector<double>(first, row.end()));
     if (median > most) {
       most = median;
       hottest = map.ranks[i];

@@ -64,7 +64,8 @@ struct HeatMap {
 // Returns the grid of `rows` (bin: the median interval_s, at least 0.1 s).
 HeatMap MakeHeatMap(const std::vector<StepTimeRow>& rows);
 
-// Returns the rank whose median cell is the largest (-1 for an empty map).
+// Returns the rank whose median cell, from its first cell with work on, is the largest (-1 for
+// an empty map).
 int HottestRank(const HeatMap& map);
 
 // Returns the data file for gnuplot: "time rank value" triples, a blank line between time bins.

@@ -75,5 +75,21 @@ TEST(StepTimesTest, HeatMapFillsGapsAndFindsTheHotRank) {
   EXPECT_THAT(script, HasSubstr("plot '/d/it''s.dat' using 1:2:3 with image"));
 }
 
+// Start-up (5 s before any rank reports work) is not typical work: rank 2, slow for 3 of its 5
+// measured seconds, is the hot row; counted from time 0, rank 1's median was higher.
+TEST(StepTimesTest, TheHotRankIsJudgedFromItsFirstWork) {
+  std::vector<StepTimeRow> rows;
+  for (int t = 5; t < 10; ++t) {
+    for (int r = 0; r < 3; ++r) {
+      const double work = r == 2 && t >= 7 ? 0.09 : r == 1 ? 0.02 : 0.01;
+      rows.push_back(StepTimeRow{t + 0.5, r, 0, 0, 10, work, 1.0});
+    }
+  }
+  HeatMap map = MakeHeatMap(rows);
+  ASSERT_EQ(map.cells[2].size(), 10u);
+  EXPECT_DOUBLE_EQ(map.cells[2][0], 0);
+  EXPECT_EQ(HottestRank(map), 2);
+}
+
 }  // namespace
 }  // namespace accel::launcher
