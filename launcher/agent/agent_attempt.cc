@@ -91,6 +91,7 @@ std::optional<int> Agent::RunOneAttempt(Supervisor& supervisor, int restarts) {
   if (plan_.in_place) {
     plan_.generation_file = GenerationPath();
     // New workers join the running ones when the previous generation's training continues.
+    workers_joining_ = result.continues;
     if (absl::Status written =
             WriteGenerationFile(GenerationPath(), result, plan_.nproc_per_machine, result.continues,
                                 RecoverTimeoutMs(config_.rdzv_timeout_s));
@@ -165,8 +166,8 @@ bool Agent::RegroupInPlace(RendezvousResult* current) {
     return false;
   }
   if (absl::Status written =
-          WriteGenerationFile(GenerationPath(), *joined, plan_.nproc_per_machine,
-                              /*joining=*/false, RecoverTimeoutMs(config_.rdzv_timeout_s));
+          WriteGenerationFile(GenerationPath(), *joined, plan_.nproc_per_machine, workers_joining_,
+                              RecoverTimeoutMs(config_.rdzv_timeout_s));
       !written.ok()) {
     Notice(absl::StrCat(written.message(), "; restarting the workers"));
     pending_join_ = std::move(joined);

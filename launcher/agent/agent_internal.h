@@ -115,6 +115,10 @@ class Agent {
   bool reported_hang_ = false;
   // A join made by RegroupInPlace whose generation restarts the workers: the next attempt's.
   std::optional<absl::StatusOr<RendezvousResult>> pending_join_;
+  // The current workers were started into a running in-place job (`joining`): every generation
+  // file written while they live says so, since they may still be starting when the next
+  // generation comes, and would otherwise start it as a first start holding a state of their own.
+  bool workers_joining_ = false;
 };
 
 }  // namespace accel::launcher::internal

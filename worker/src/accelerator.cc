@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -70,6 +71,9 @@ void ResolveWorld(const Options& o, internal::AcceleratorState& s) {
   }
 }
 
+// How often a regroup's store wait looks for a newer generation.
+constexpr std::chrono::milliseconds kRegroupSlice(200);
+
 // Accelerators created in this process: all ranks create them in the same order, so the count
 // names the process group's keys in the store.
 std::atomic<int> g_groups{0};
@@ -111,7 +115,8 @@ void PrepareDdp(AcceleratorState& s) {
   s.grad_sync = std::make_unique<worker::GradSync>(std::move(trainable), *s.ddp_comm, gs);
 }
 
-void ConnectGroup(AcceleratorState& s, std::int64_t attempt, const std::string& prefix) {
+void ConnectGroup(AcceleratorState& s, std::int64_t attempt, const std::string& prefix,
+                  bool regroup) {
   worker::GroupSpec spec{s.rank,
                          s.world,
                          prefix,
@@ -127,6 +132,20 @@ void ConnectGroup(AcceleratorState& s, std::int64_t attempt, const std::string& 
     }
     kv = worker::OpenKv(s.options.store_endpoint, s.options.rdzv_token, s.options.run_id,
                         static_cast<int>(attempt));
+    if (regroup && !s.options.generation_file.empty()) {
+      // A newer generation ends every wait for a key (shared-memory discovery, Gloo's
+      // addresses, NCCL's id) within a slice: the caller regroups at it.
+      kv = worker::MakeInterruptibleKv(
+          std::move(kv),
+          [path = s.options.generation_file, known = s.generation]() -> std::string {
+            std::string error;
+            const auto g = worker::ReadGeneration(path, &error);
+            if (!g || g->number <= known) return "";
+            return "generation " + std::to_string(g->number) + " replaced generation " +
+                   std::to_string(known) + " during its connect";
+          },
+          kRegroupSlice);
+    }
   }
   std::unique_ptr<Communicator> comm =
       worker::MakeCommunicator(s.backend, s.device, spec, kv.get());
@@ -203,13 +222,17 @@ Accelerator::Accelerator(Options options) : state_(std::make_unique<internal::Ac
     s.progress = std::make_shared<worker::ProgressFile>(options.progress_file);
   }
   if (std::optional<worker::Generation> joining = internal::JoiningGeneration(s)) {
-    internal::JoinRunningJob(s, *joining);  // an in-place job's new machine: the job's state
+    // An in-place job's new machine: the job's state. Watched from the start, so that a change
+    // while it joins ends its wait (it then joins the newer generation).
+    s.generation = joining->number;
+    internal::StartGenerationWatch(s);
+    internal::JoinRunningJob(s, *joining);
   } else {
     // The store namespace of this generation (joins raise it; the restart count alone does not).
     internal::ConnectGroup(s, EnvInt(env::kStoreAttempt, EnvInt(env::kRestartCount, 0)),
                            "pg" + std::to_string(s.group_id) + "/");
+    internal::StartGenerationWatch(s);
   }
-  internal::StartGenerationWatch(s);
 }
 
 Accelerator::~Accelerator() {

@@ -128,8 +128,19 @@ inline std::pair<std::int64_t, std::int64_t> DataPosition(const AcceleratorState
 void ResumeData(AcceleratorState& s, std::int64_t epoch, std::int64_t position);
 
 // Connects s.comm (and s.kv) for s.rank / s.world in the store namespace of `attempt`, under
-// key prefix `prefix`; wraps it with the progress file.
-void ConnectGroup(AcceleratorState& s, std::int64_t attempt, const std::string& prefix);
+// key prefix `prefix`; wraps it with the progress file. `regroup` (recover() and a joiner, which
+// set s.generation first): a generation newer than s.generation in the generation file ends the
+// connect's store waits at once with accel::Error (its peers will never all arrive).
+void ConnectGroup(AcceleratorState& s, std::int64_t attempt, const std::string& prefix,
+                  bool regroup = false);
+
+// The generation file's generation when it is newer than s.generation; nullopt otherwise.
+std::optional<worker::Generation> NewerGeneration(const AcceleratorState& s);
+
+// Takes `g`'s world: s.generation (under comm_mu, so that the watch no longer aborts for it),
+// the rank and world in s, its options and the environment; aborts and drops the old group
+// (DDP first). Throws accel::Error when this process's local rank is not in `g`.
+void AdoptGeneration(AcceleratorState& s, const worker::Generation& g, const std::string& op);
 
 // The checkpoint's accelerator.pt fields (state_io.cc): counters, scale, world, data position.
 void WriteMeta(const AcceleratorState& s, torch::serialize::OutputArchive& meta);

@@ -7,6 +7,7 @@
 #include <torch/optim/optimizer.h>
 #include <torch/serialize/input-archive.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <iostream>
@@ -62,26 +63,43 @@ std::optional<worker::Generation> JoiningGeneration(const AcceleratorState& s) {
   return g;
 }
 
-void JoinRunningJob(AcceleratorState& s, const worker::Generation& g) {
-  const auto start = std::chrono::steady_clock::now();
-  if (s.local_rank >= g.local_world) {
-    throw Error("join", Who(s),
-                "local rank " + std::to_string(s.local_rank) + " is not in generation " +
-                    std::to_string(g.number) + " (" + std::to_string(g.local_world) +
-                    " local ranks)");
-  }
-  s.generation = g.number;
-  s.world = g.world;
-  s.rank = g.base_rank + s.local_rank;
-  s.options.world_size = s.world;
-  s.options.rank = s.rank;
-  s.options.local_world_size = g.local_world;
-  // recover()'s namespace and key prefix for this generation: the ranks that kept their workers
-  // connect there.
-  ConnectGroup(s, g.store_attempt,
-               "pg" + std::to_string(s.group_id) + "/g" + std::to_string(g.number) + "/");
+void JoinRunningJob(AcceleratorState& s, worker::Generation g) {
+  using JoinClock = std::chrono::steady_clock;
+  const auto start = JoinClock::now();
+  // As recover() waits: a change while this process starts or joins (a second joiner, a loss)
+  // ends its waits, and it joins the newer generation.
+  const auto deadline =
+      start + (g.recover_timeout_ms > 0 ? std::chrono::milliseconds(g.recover_timeout_ms)
+                                        : s.options.connect_timeout);
   std::string bytes;
-  const Agreement agreed = AgreeOnState(s, /*has_state=*/false, &bytes);
+  Agreement agreed;
+  for (;;) {
+    AdoptGeneration(s, g, "join");
+    try {
+      // recover()'s namespace and key prefix for this generation: the ranks that kept their
+      // workers connect there.
+      ConnectGroup(s, g.store_attempt,
+                   "pg" + std::to_string(s.group_id) + "/g" + std::to_string(g.number) + "/",
+                   /*regroup=*/true);
+      if (NewerGeneration(s)) throw Error("join", Who(s), "a newer generation came");
+      agreed = AgreeOnState(s, /*has_state=*/false, &bytes);
+      break;
+    } catch (const Error& e) {
+      std::cerr << "[accel] " << Who(s) << ": joining generation " << g.number << " failed ("
+                << e.what() << "); waiting for a newer generation\n";
+      std::string error;
+      const auto left = std::max(
+          std::chrono::milliseconds(0),
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - JoinClock::now()));
+      std::optional<worker::Generation> next =
+          worker::WaitForGeneration(s.options.generation_file, g.number, left, &error);
+      if (!next) {
+        throw Error("join", Who(s),
+                    std::string(e.what()) + "; no newer generation came (" + error + ")");
+      }
+      g = *std::move(next);
+    }
+  }
   auto joined = std::make_shared<JoinedState>();
   std::istringstream in(bytes);
   joined->archive.load_from(in, s.device);
@@ -95,8 +113,7 @@ void JoinRunningJob(AcceleratorState& s, const worker::Generation& g) {
   s.joined = std::move(joined);
   if (s.progress) s.progress->Write(static_cast<std::uint64_t>(s.steps));
   if (s.local_rank == 0) {
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = std::chrono::duration<double>(JoinClock::now() - start).count();
     std::cerr << "[accel] rank " << s.rank << " joined generation " << g.number << " (world "
               << s.world << ") after step " << s.steps << ": training state (" << bytes.size()
               << " bytes) from rank " << agreed.source << " in " << seconds << " s\n";

@@ -25,8 +25,10 @@ namespace accel::internal {
 std::optional<worker::Generation> JoiningGeneration(const AcceleratorState& s);
 
 // Connects s to generation `g` (its world, ranks, store namespace) and receives the training
-// state (collective with the others' recover()). Throws accel::Error as recover() does.
-void JoinRunningJob(AcceleratorState& s, const worker::Generation& g);
+// state (collective with the others' recover()). When that fails (a newer generation came while
+// it started or connected: its waits end at once), joins the next generation, as recover()
+// does. Throws accel::Error when none comes within the file's recover_timeout_ms.
+void JoinRunningJob(AcceleratorState& s, worker::Generation g);
 
 // Whether this process joined a running job and has not completed a step since.
 bool Joined(const AcceleratorState& s);

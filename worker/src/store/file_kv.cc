@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -65,6 +66,14 @@ class FileKv : public Kv {
   }
 
   std::string Get(const std::string& key, std::chrono::milliseconds timeout) override {
+    if (std::optional<std::string> value = TryGet(key, timeout)) return *std::move(value);
+    throw Error("store get", key,
+                "deadline of " + std::to_string(timeout.count()) + " ms exceeded (" + dir_ + "/" +
+                    FileName(key) + " never appeared)");
+  }
+
+  std::optional<std::string> TryGet(const std::string& key,
+                                    std::chrono::milliseconds timeout) override {
     const std::string path = dir_ + "/" + FileName(key);
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     auto pause = std::chrono::milliseconds(10);
@@ -75,12 +84,11 @@ class FileKv : public Kv {
         content << in.rdbuf();
         return content.str();
       }
-      if (std::chrono::steady_clock::now() >= deadline) {
-        throw Error("store get", key,
-                    "deadline of " + std::to_string(timeout.count()) + " ms exceeded (" + path +
-                        " never appeared)");
-      }
-      std::this_thread::sleep_for(pause);
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) return std::nullopt;
+      std::this_thread::sleep_for(
+          std::min(pause, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now) +
+                              std::chrono::milliseconds(1)));
       pause = std::min(pause * 2, std::chrono::milliseconds(100));
     }
   }

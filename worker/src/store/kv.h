@@ -8,7 +8,9 @@
 #define ACCEL_WORKER_STORE_KV_H_
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace accel::worker {
@@ -20,6 +22,10 @@ class Kv {
   virtual void Set(const std::string& key, const std::string& value) = 0;
   // Returns the value of `key`, waiting up to `timeout` for it to appear.
   virtual std::string Get(const std::string& key, std::chrono::milliseconds timeout) = 0;
+  // As Get, but nullopt when `key` did not appear within `timeout` (other failures still throw):
+  // what a wait in slices needs (MakeInterruptibleKv).
+  virtual std::optional<std::string> TryGet(const std::string& key,
+                                            std::chrono::milliseconds timeout) = 0;
 };
 
 // Returns a Kv for `endpoint`: "file:///dir" (a directory every rank can see; always available)
@@ -32,6 +38,14 @@ std::unique_ptr<Kv> OpenKv(const std::string& endpoint, const std::string& token
 // A Kv over files in `dir`/`name_space`: Set writes a temp file and renames it, Get polls (10 ms
 // to 100 ms backoff) until the file exists. Throws when `dir` cannot be created.
 std::unique_ptr<Kv> MakeFileKv(const std::string& dir, const std::string& name_space);
+
+// Wraps `inner` so that a Get waits in slices of `slice` and, between them, asks `interrupted`:
+// a non-empty answer (why) ends the wait at once with accel::Error ("store get <key>: <why>").
+// In-place recovery's connect uses it so that a newer generation ends a wait for a key that a
+// machine of the older one will never write (a loss, or a second change, during a regroup).
+std::unique_ptr<Kv> MakeInterruptibleKv(std::unique_ptr<Kv> inner,
+                                        std::function<std::string()> interrupted,
+                                        std::chrono::milliseconds slice);
 
 // The file store's namespace for (run_id, attempt): "<run_id or 'default'>.<attempt>".
 std::string FileNamespace(const std::string& run_id, int attempt);

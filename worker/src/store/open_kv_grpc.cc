@@ -3,8 +3,10 @@
 // builds compile open_kv_file_only.cc instead.
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "accel/error.h"
 #include "common/env_contract.h"
@@ -27,6 +29,17 @@ class StoreKv : public Kv {
 
   std::string Get(const std::string& key, std::chrono::milliseconds timeout) override {
     absl::StatusOr<std::string> value = store_->Get(key, absl::FromChrono(timeout));
+    if (!value.ok()) throw Error("store get", key, value.status().ToString());
+    return *std::move(value);
+  }
+
+  std::optional<std::string> TryGet(const std::string& key,
+                                    std::chrono::milliseconds timeout) override {
+    absl::StatusOr<std::string> value = store_->Get(key, absl::FromChrono(timeout));
+    // Not set within the wait (a wait of 0 ms answers NotFound).
+    if (absl::IsDeadlineExceeded(value.status()) || absl::IsNotFound(value.status())) {
+      return std::nullopt;
+    }
     if (!value.ok()) throw Error("store get", key, value.status().ToString());
     return *std::move(value);
   }

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,6 +38,10 @@ class LeadersUnreachableKv : public Kv {
   std::string Get(const std::string& key, milliseconds timeout) override {
     Check("get", key);
     return inner_->Get(key, timeout);
+  }
+  std::optional<std::string> TryGet(const std::string& key, milliseconds timeout) override {
+    Check("get", key);
+    return inner_->TryGet(key, timeout);
   }
 
  private:
