@@ -306,7 +306,9 @@ RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job, double s
                           throughput.Rate(acc.step_count()), show_scale ? acc.loss_scale() : 0};
   };
   auto done = [&] { return flags.steps > 0 && acc.step_count() >= flags.steps; };
-  // --min-step-ms: an optimizer step ends no sooner than this after the previous one ended.
+  // --min-step-ms: an optimizer step ends no sooner than this after the previous one ended
+  // (until the --pace-until file exists).
+  bool paced = flags.min_step_ms > 0;
   const auto pace = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double, std::milli>(flags.min_step_ms));
   auto step_began = std::chrono::steady_clock::now();
@@ -342,7 +344,9 @@ RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job, double s
           times.Line("step", step, acc);
           const bool traced = flags.trace_params_every > 0 && step % flags.trace_params_every == 0;
           trace.Step(at(), traced, traced ? hash() : 0);
-          if (flags.min_step_ms > 0) {
+          paced =
+              paced && (flags.pace_until.empty() || ::access(flags.pace_until.c_str(), F_OK) != 0);
+          if (paced) {
             std::this_thread::sleep_until(step_began + pace);
             step_began = std::chrono::steady_clock::now();
           }

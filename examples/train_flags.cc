@@ -65,6 +65,7 @@ std::string TrainUsage() {
   --min-step-ms X            each optimizer step lasts at least X ms (a sleep after a faster
                              one; the math is unchanged): a job that keeps training for a
                              while on little CPU (tests/faults: jobs a stranger attacks)
+  --pace-until PATH          --min-step-ms ends once PATH exists (the rest at full speed)
 )";
 }
 
@@ -121,6 +122,7 @@ std::optional<TrainFlags> ParseTrainFlags(const std::vector<std::string>& args,
       {"max-grad-norm", num(&flags.max_grad_norm)},
       {"log-every", num(&flags.log_every)},
       {"min-step-ms", num(&flags.min_step_ms)},
+      {"pace-until", str(&flags.pace_until)},
   };
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];

@@ -38,6 +38,7 @@ struct TrainFlags {
   std::int64_t log_every =
       1;  // read the loss every N steps (and first, warm-up end, last); 0: only those
   double min_step_ms = 0;  // each optimizer step lasts at least this long (a sleep after it)
+  std::string pace_until;  // PATH: --min-step-ms ends once PATH exists
   bool help = false;
 };
 

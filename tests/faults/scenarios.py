@@ -63,15 +63,22 @@ class Context:
             self._clean[steps] = job.checksum()
         return self._clean[steps]
 
-    def outlasting_program(self, seconds: float, steps: int = PACED_STEPS) -> list:
-        """train.bin for a job that is still training `seconds` after it began: `steps` steps of
-        at least seconds/steps each (--min-step-ms: a sleep after a faster step; the math is
-        unchanged, so clean_checksum(steps), a few seconds, is its reference). For jobs that must
-        still be training when a trial's stranger is done with them: a busy host only makes the
-        steps longer. It used to scale the step count to a calibration run, then run an
-        undisturbed reference as long as the job itself (issue 42: ~60 s of CI)."""
+    def outlasting_program(self, job, seconds: float, steps: int = PACED_STEPS) -> list:
+        """train.bin for `job`, a job that must still be training when a trial's stranger is done
+        with it: `steps` steps of at least seconds/steps each (--min-step-ms: a sleep after a
+        faster step; the math is unchanged, so clean_checksum(steps), a few seconds, is its
+        reference; a busy host only makes the steps longer) until release(job), then the rest at
+        full speed. `seconds` is a generous bound on the stranger; the job does not wait it out.
+        (Sizing the step count by a calibration run, then running an undisturbed reference as
+        long as the job, cost ~60 s of CI: issue 42.)"""
         return finite_program(self, ["--steps", str(steps),
-                                     "--min-step-ms", f"{1000.0 * seconds / steps:.3f}"])
+                                     "--min-step-ms", f"{1000.0 * seconds / steps:.3f}",
+                                     "--pace-until", os.path.join(job.work, "released")])
+
+    @staticmethod
+    def release(job) -> None:
+        """Ends the pacing of a job started with outlasting_program."""
+        open(os.path.join(job.work, "released"), "w").close()
 
 
 def finite_program(ctx: Context, extra: list = ()) -> list:

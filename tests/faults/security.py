@@ -107,8 +107,8 @@ def capture_replay(ctx):
     client stream to machine 0's port during training gets back nothing of the job."""
     if shutil.which("tcpdump") is None:
         return Outcome(0, True, False, False, "tcpdump missing (scripts/install-deps)")
-    # Training for 25 s at least (Context.outlasting_program): the preflight, the status query
-    # and every replay meet it while it trains.
+    # Training for 60 s, or until released (Context.outlasting_program): the preflight, the
+    # status query and every replay meet it while it trains.
     clean = ctx.clean_checksum(PACED_STEPS)
     job = ctx.job("capture-replay")
     # Everything (searched for the job's secrets), and the rendezvous port's streams alone (small:
@@ -120,7 +120,7 @@ def capture_replay(ctx):
     time.sleep(1.0)
     start = time.monotonic()
     token = job.token_file("token", TOKEN)
-    job.start(["--rdzv_token_file", token, "--preflight"], ctx.outlasting_program(25))
+    job.start(["--rdzv_token_file", token, "--preflight"], ctx.outlasting_program(job, 60))
     notes = []
     if not job.wait_training(min_step=5):
         notes.append("training never started: " + job.log(0)[-300:])
@@ -143,6 +143,7 @@ def capture_replay(ctx):
         out, _ = replay.communicate(payload, timeout=30)
         replies.append(out)
     still_running = all(p.poll() is None for p in job.procs)
+    ctx.release(job)
     ended = wait_launchers(job, 240)
     seconds = time.monotonic() - start
     for dump in dumps:  # the captures hold the job's end: tcpdump -U writes each packet at once
@@ -269,13 +270,13 @@ def flood(connections: int, streams: int, slow: int, seconds: int):
         Passes when the job finishes with an undisturbed run's checksum, machine 0's launcher
         stays under 200 MB resident, no stranger's message got through, and machine 0 logs the
         refused handshakes a few times, not once per connection. The job (paced to train for
-        the flood plus 15 s at least: a busy host only makes it longer) must still be training
-        when the flood ends: a flood against a finished job proves nothing."""
+        twice the flood at least, released when the flood is over) must still be training when
+        the flood ends: a flood against a finished job proves nothing."""
         clean = ctx.clean_checksum(PACED_STEPS)
         job = ctx.job(f"flood-{connections}")
         cert, key = self_signed(job.work)
         job.start(["--rdzv_token_file", job.token_file("token", TOKEN)],
-                  ctx.outlasting_program(seconds + 15))
+                  ctx.outlasting_program(job, 2 * seconds + 30))
         if not job.wait_training(min_step=2):
             job.finish(10)
             return Outcome(0, False, False, False, "training never started: " + job.log(0)[-300:])
@@ -291,6 +292,7 @@ def flood(connections: int, streams: int, slow: int, seconds: int):
             time.sleep(0.25)
         out, err = attacker.communicate()
         during = all(p.poll() is None for p in job.procs)
+        ctx.release(job)
         ended = job.finish(600)
         seconds_taken = time.monotonic() - start
         try:

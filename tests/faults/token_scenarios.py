@@ -18,7 +18,7 @@ def third_party(ctx):
     clean = ctx.clean_checksum(PACED_STEPS)  # first: the run's logs are the trial's
     job = ctx.job("third-party")
     job.start(["--rdzv_token_file", job.token_file("token", "s3cret")],
-              ctx.outlasting_program(30))
+              ctx.outlasting_program(job, 60))
     if not job.wait_training(min_step=2):
         job.finish(5)
         return Outcome(0, False, False, False, "training never started: " + job.log(0)[-300:])
@@ -30,6 +30,7 @@ def third_party(ctx):
     seconds = time.monotonic() - start
     # The tries must have met the job while it trained: it has not finished yet.
     during = all(p.poll() is None for p in job.procs)
+    ctx.release(job)
     ended = job.finish(120)
     root_ok, ok, note = third_party_verdict(intruder.returncode, intruder.stdout, job.codes,
                                             job.checksum(), clean, job.log(0) + job.log(1))

@@ -76,6 +76,10 @@ TEST(TrainFlags, MinStepMs) {
   auto flags = ParseTrainFlags({"--min-step-ms", "12.5"}, &error);
   ASSERT_TRUE(flags) << error;
   EXPECT_EQ(flags->min_step_ms, 12.5);
+  EXPECT_EQ(defaults->pace_until, "");
+  flags = ParseTrainFlags({"--min-step-ms", "5", "--pace-until", "/x/go"}, &error);
+  ASSERT_TRUE(flags) << error;
+  EXPECT_EQ(flags->pace_until, "/x/go");
   EXPECT_FALSE(ParseTrainFlags({"--min-step-ms", "-1"}, &error));
   EXPECT_EQ(error, "train.bin: --min-step-ms must not be negative\n");
 }
