@@ -43,6 +43,29 @@ class ProgressView {
   bool drawn_ = false;
 };
 
+// Samples per second since the clock last (re)started: at the start, then after --warmup steps.
+class Throughput {
+ public:
+  Throughput(std::int64_t samples_per_step, std::int64_t step)
+      : samples_per_step_(samples_per_step) {
+    Restart(step);
+  }
+  void Restart(std::int64_t step) {
+    start_ = std::chrono::steady_clock::now();
+    from_step_ = step;
+  }
+  double Rate(std::int64_t step) const {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    return elapsed > 0 ? static_cast<double>((step - from_step_) * samples_per_step_) / elapsed : 0;
+  }
+
+ private:
+  std::int64_t samples_per_step_;
+  std::chrono::steady_clock::time_point start_;
+  std::int64_t from_step_ = 0;
+};
+
 }  // namespace accel::examples
 
 #endif  // ACCEL_EXAMPLES_PROGRESS_VIEW_H_

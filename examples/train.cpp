@@ -252,29 +252,6 @@ class StepTimes {
   std::ofstream out_;
 };
 
-// Samples per second since the clock last (re)started: at the start, then after --warmup steps.
-class Throughput {
- public:
-  Throughput(std::int64_t samples_per_step, std::int64_t step)
-      : samples_per_step_(samples_per_step) {
-    Restart(step);
-  }
-  void Restart(std::int64_t step) {
-    start_ = std::chrono::steady_clock::now();
-    from_step_ = step;
-  }
-  double Rate(std::int64_t step) const {
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    return elapsed > 0 ? static_cast<double>((step - from_step_) * samples_per_step_) / elapsed : 0;
-  }
-
- private:
-  std::int64_t samples_per_step_;
-  std::chrono::steady_clock::time_point start_;
-  std::int64_t from_step_ = 0;
-};
-
 struct RunResult {
   ProgressSample last;     // its loss is the last optimizer step's
   double first_loss = -1;  // the first optimizer step's
@@ -312,6 +289,17 @@ RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job, double s
   const auto pace = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double, std::milli>(flags.min_step_ms));
   auto step_began = std::chrono::steady_clock::now();
+  const std::int64_t log_every = flags.log_every.value_or(acc.device().is_cuda() ? 20 : 1);
+  // The whole step through compile_step (a CUDA graph where it can be): --cuda-graph.
+  std::optional<CompiledStep> compiled;
+  if (flags.cuda_graph == "on" || (flags.cuda_graph == "auto" && acc.device().is_cuda())) {
+    compiled.emplace(acc.compile_step(
+        *job.optimizer,
+        [&](const torch::Tensor& data, const torch::Tensor& target) {
+          return torch::nn::functional::cross_entropy(job.model->forward(data), target);
+        },
+        flags.max_grad_norm));
+  }
   for (;;) {
     try {
       for (std::int64_t epoch = job.loader.sampler().epoch();
@@ -332,13 +320,18 @@ RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job, double s
           }
           auto sync = acc.accumulate(job.model);
           if (sync.sync_gradients()) record.Training(epoch, acc.step_count() + 1);
-          auto loss = acc.autocast([&] {
-            return torch::nn::functional::cross_entropy(job.model->forward(batch.data),
-                                                        batch.target);
-          });
-          acc.backward(loss);
-          if (flags.max_grad_norm > 0) acc.clip_grad_norm(flags.max_grad_norm);
-          acc.step(*job.optimizer);  // false on a micro-step and on a step skipped by overflow
+          torch::Tensor loss;
+          if (compiled) {
+            loss = (*compiled)(batch.data, batch.target);
+          } else {
+            loss = acc.autocast([&] {
+              return torch::nn::functional::cross_entropy(job.model->forward(batch.data),
+                                                          batch.target);
+            });
+            acc.backward(loss);
+            if (flags.max_grad_norm > 0) acc.clip_grad_norm(flags.max_grad_norm);
+            acc.step(*job.optimizer);  // false on a micro-step and on a step skipped by overflow
+          }
           if (!sync.sync_gradients()) continue;
           const std::int64_t step = acc.step_count();
           times.Line("step", step, acc);
@@ -355,7 +348,7 @@ RunResult RunSteps(const TrainFlags& flags, Accelerator& acc, Job& job, double s
           // Reading the loss waits for the device: every --log-every steps, and where the clock
           // needs the device idle (the end of warm-up, the last step).
           if (result.first_loss < 0 || warmup_end || last ||
-              (flags.log_every > 0 && step % flags.log_every == 0)) {
+              (log_every > 0 && step % log_every == 0)) {
             last_loss = loss.item<double>();
             if (result.first_loss < 0) result.first_loss = last_loss;
             if (acc.is_main_process()) progress.Update(sample());

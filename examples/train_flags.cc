@@ -61,7 +61,10 @@ std::string TrainUsage() {
                              gathered there (benchmarks: no host-to-device copy of the data)
   --log-every N              read the loss (a device sync) and show progress every N steps,
                              plus the first, the end of warm-up and the last; 0: only those
-                             (default 1)
+                             (default 1 on a CPU, 20 on a GPU)
+  --cuda-graph auto|on|off   the step through Accelerator::compile_step: captured in a CUDA
+                             graph and replayed where it can be, else eager with a notice
+                             (default auto: on a CUDA device only)
   --min-step-ms X            each optimizer step lasts at least X ms (a sleep after a faster
                              one; the math is unchanged): a job that keeps training for a
                              while on little CPU (tests/faults: jobs a stranger attacks)
@@ -120,7 +123,18 @@ std::optional<TrainFlags> ParseTrainFlags(const std::vector<std::string>& args,
       {"warmup", num(&flags.warmup)},
       {"seed", num(&flags.seed)},
       {"max-grad-norm", num(&flags.max_grad_norm)},
-      {"log-every", num(&flags.log_every)},
+      {"log-every",
+       [&](const std::string& v) {
+         std::int64_t n = 0;
+         const bool ok = ParseNumber(v, &n);
+         if (ok) flags.log_every = n;
+         return ok;
+       }},
+      {"cuda-graph",
+       [&](const std::string& v) {
+         flags.cuda_graph = v;
+         return v == "auto" || v == "on" || v == "off";
+       }},
       {"min-step-ms", num(&flags.min_step_ms)},
       {"pace-until", str(&flags.pace_until)},
   };
@@ -187,7 +201,8 @@ std::optional<TrainFlags> ParseTrainFlags(const std::vector<std::string>& args,
     problems << "train.bin: --trace-params-every must not be negative\n";
   }
   if (flags.min_step_ms < 0) problems << "train.bin: --min-step-ms must not be negative\n";
-  if (flags.log_every < 0) problems << "train.bin: --log-every must not be negative\n";
+  if (flags.log_every && *flags.log_every < 0)
+    problems << "train.bin: --log-every must not be negative\n";
   if (flags.lr <= 0) problems << "train.bin: --lr must be positive\n";
   if (flags.resume && flags.checkpoint_dir.empty()) {
     problems << "train.bin: --resume needs --checkpoint-dir\n";

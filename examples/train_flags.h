@@ -35,8 +35,10 @@ struct TrainFlags {
   double max_grad_norm = 0;  // 0 = no clipping
   bool overlap = true;       // --no-overlap: all-reduce after backward (benchmarks)
   bool device_data = false;  // --device-data: the whole set on the training device (benchmarks)
-  std::int64_t log_every =
-      1;  // read the loss every N steps (and first, warm-up end, last); 0: only those
+  // Read the loss every N steps (and first, warm-up end, last); 0: only those; unset: every
+  // step on a CPU, every 20th on a GPU (a read waits for the device).
+  std::optional<std::int64_t> log_every;
+  std::string cuda_graph = "auto";  // auto | on | off: Accelerator::compile_step (auto: on CUDA)
   double min_step_ms = 0;  // each optimizer step lasts at least this long (a sleep after it)
   std::string pace_until;  // PATH: --min-step-ms ends once PATH exists
   bool help = false;

@@ -196,7 +196,8 @@ def print_table(s):
         m = mj["median_samples_per_sec"]
         busy = mj.get("gpu_busy_percent")
         print(f"\nREADME main job's shape ({mj['rounds']} alternating rounds, medians, samples/s): "
-              f"train.bin {fmt(m['train.bin'], '.0f', '')} | torch AMP eager "
+              f"train.bin {fmt(m['train.bin'], '.0f', '')} | train.bin --cuda-graph off "
+              f"{fmt(m.get('train.bin eager'), '.0f', '')} | torch AMP eager "
               f"{fmt(m['torch AMP eager'], '.0f', '')} | torch CUDA graph (bound) "
               f"{fmt(m['torch CUDA graph'], '.0f', '')}")
         print(f"train.bin / AMP eager {fmt(mj['vs_torch_amp_eager'])} (goal >= 5.00x); of the "

@@ -255,6 +255,7 @@ Communicator& Accelerator::communicator() { return *state_->comm; }
 void Accelerator::PrepareModule(std::shared_ptr<torch::nn::Module> module) {
   auto& s = *state_;
   if (!module) throw Error("prepare", "module", "null module");
+  ++s.state_version;  // compiled steps capture the new module's tensors
   for (const auto& m : s.modules) {
     // A second set of DDP hooks would all-reduce (and average) every gradient twice.
     if (m == module) throw Error("prepare", "module " + module->name(), "already prepared");
@@ -406,6 +407,9 @@ double Accelerator::loss_scale() const {
   return state_->scaler ? state_->scaler->scale() : 1.0;
 }
 std::int64_t Accelerator::step_count() const { return state_->steps; }
-std::int64_t Accelerator::skipped_steps() const { return state_->skipped; }
+std::int64_t Accelerator::skipped_steps() const {
+  internal::SyncDeviceCounters(*state_);
+  return state_->skipped;
+}
 
 }  // namespace accel

@@ -7,6 +7,7 @@
 #include <torch/nn/module.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -112,7 +113,25 @@ struct AcceleratorState {
   // A process that joined a running job: the state it received, until its first step
   // (worker/src/elastic/join.h); null otherwise.
   std::shared_ptr<JoinedState> joined;
+
+  // Compiled steps (accel/compiled_step.h): bumped whenever parameters or optimizer state may be
+  // new tensors (prepare, load_state, recover), which drops their graphs; and the counters they
+  // keep on the device, folded into steps/skipped/optimizer state by SyncDeviceCounters.
+  std::int64_t state_version = 0;
+  std::vector<std::weak_ptr<std::function<void()>>> device_syncs;
 };
+
+// Folds what compiled steps counted on the device (skipped steps, AdamW's step counts) into the
+// host state. Synchronizes with the device when a compiled step is live.
+inline void SyncDeviceCounters(AcceleratorState& s) {
+  for (const auto& weak : s.device_syncs) {
+    if (auto sync = weak.lock()) (*sync)();
+  }
+}
+
+// The bookkeeping of a completed optimizer step (Accelerator::step's, and a compiled step's):
+// the step counter, its samples, the RNG state recover() comes back to, the progress file.
+void CompleteStep(AcceleratorState& s);
 
 // Where the data stands: the epoch and the first position of its order that no completed step
 // trained on; a finished epoch reads (epoch + 1, 0).

@@ -197,7 +197,8 @@ void ReadMeta(AcceleratorState& s, torch::serialize::InputArchive& meta) {
 
 void Accelerator::save_state(const std::string& dir) {
   auto& s = *state_;
-  s.FinishScalerIteration();  // the scale a step already decided is the one saved
+  internal::SyncDeviceCounters(s);  // a compiled step's skips and AdamW counts
+  s.FinishScalerIteration();        // the scale a step already decided is the one saved
   const worker::CheckpointPaths paths(dir);
   // Every rank draws a nonce; the largest is this save's, so the writers' claims cannot collide
   // with a crashed save's.
@@ -248,6 +249,8 @@ void Accelerator::load_state(const std::string& dir) {
                     ".old holds one here)");
   }
   const fs::path from = *agreed;
+  internal::SyncDeviceCounters(s);  // into the state that is about to be replaced
+  ++s.state_version;  // new parameter and optimizer tensors: compiled steps capture again
   Guard("load state", from, [&] {
     torch::serialize::InputArchive meta;
     meta.load_from((from / worker::kCheckpointMeta).string());

@@ -168,6 +168,13 @@ bool Accelerator::step(torch::optim::Optimizer& optimizer) {
     optimizer.step();
   }
   ZeroGrads(optimizer);
+  internal::CompleteStep(s);
+  return stepped;
+}
+
+namespace internal {
+
+void CompleteStep(AcceleratorState& s) {
   ++s.steps;
   // The step is complete: its samples are done, and recover() comes back to this RNG state.
   s.pass_done += s.window_samples;
@@ -178,7 +185,8 @@ bool Accelerator::step(torch::optim::Optimizer& optimizer) {
     s.rng_at_step = gen.get_state();
   }
   if (s.progress) s.progress->Write(static_cast<std::uint64_t>(s.steps));
-  return stepped;
 }
+
+}  // namespace internal
 
 }  // namespace accel

@@ -59,11 +59,13 @@ TEST(TrainFlags, DeviceDataAndLogEvery) {
   auto defaults = ParseTrainFlags({}, &error);
   ASSERT_TRUE(defaults) << error;
   EXPECT_FALSE(defaults->device_data);
-  EXPECT_EQ(defaults->log_every, 1);
+  EXPECT_FALSE(defaults->log_every.has_value());  // 1 on a CPU, 20 on a GPU
+  EXPECT_EQ(defaults->cuda_graph, "auto");
   auto flags = ParseTrainFlags({"--device-data", "--log-every", "0"}, &error);
   ASSERT_TRUE(flags) << error;
   EXPECT_TRUE(flags->device_data);
   EXPECT_EQ(flags->log_every, 0);
+  EXPECT_FALSE(ParseTrainFlags({"--cuda-graph", "sometimes"}, &error));
   EXPECT_FALSE(ParseTrainFlags({"--log-every", "-2"}, &error));
   EXPECT_EQ(error, "train.bin: --log-every must not be negative\n");
 }

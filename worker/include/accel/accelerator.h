@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "accel/communicator.h"
+#include "accel/compiled_step.h"
 #include "accel/data.h"
 #include "accel/error.h"
 #include "accel/error_file.h"
@@ -197,6 +198,11 @@ class Accelerator {
   // Bumps the step counter (progress file). Returns whether the optimizer stepped. Other
   // micro-steps: returns false and does nothing.
   bool step(torch::optim::Optimizer& optimizer);
+  // A whole step (autocast(forward), backward, clip_grad_norm when max_grad_norm > 0, step) that
+  // this Accelerator captures in a CUDA graph where it can (accel/compiled_step.h). Prepares
+  // `optimizer`. The CompiledStep must not outlive this Accelerator.
+  CompiledStep compile_step(torch::optim::Optimizer& optimizer, CompiledStep::Forward forward,
+                            double max_grad_norm = 0);
 
   // --- collectives and output ---------------------------------------------------------------
   // Returns every rank's tensor concatenated along dim 0 (0-dim tensors: stacked), rank order.

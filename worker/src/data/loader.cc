@@ -93,6 +93,17 @@ DataLoader::DataLoader(std::shared_ptr<DistributedSampler> sampler, std::int64_t
   if (!sampler_) throw Error("create data loader", "", "no sampler");
 }
 
+// A host tensor goes to a CUDA device through pinned memory, asynchronously: the host does not
+// wait for the device to drain its queue (a pageable copy does), so it prepares the next step
+// while the device runs this one. The pinned block is reused only after the copy (LibTorch's
+// caching host allocator records the copy's stream).
+namespace {
+at::Tensor ToDevice(const at::Tensor& t, const c10::Device& device) {
+  if (!device.is_cuda() || !t.device().is_cpu()) return t.to(device);
+  return t.pin_memory().to(device, /*non_blocking=*/true);
+}
+}  // namespace
+
 DataLoader::FetchFn DataLoader::TensorFetch(at::Tensor data, at::Tensor target) {
   if (data.size(0) != target.size(0)) {
     throw Error("create data loader", "",
@@ -101,8 +112,8 @@ DataLoader::FetchFn DataLoader::TensorFetch(at::Tensor data, at::Tensor target) 
   }
   return [data, target](const std::vector<std::int64_t>& indices) {
     at::Tensor idx = at::tensor(indices, at::TensorOptions().dtype(at::kLong));
-    return Batch{data.index_select(0, idx.to(data.device())),
-                 target.index_select(0, idx.to(target.device()))};
+    return Batch{data.index_select(0, ToDevice(idx, data.device())),
+                 target.index_select(0, ToDevice(idx, target.device()))};
   };
 }
 
@@ -141,7 +152,8 @@ void DataLoader::Iterator::Load() {
                                                   static_cast<std::int64_t>(indices_->size()));
   std::vector<std::int64_t> chunk(indices_->begin() + begin, indices_->begin() + end);
   Batch batch = loader_->fetch_(chunk);
-  current_ = Batch{batch.data.to(loader_->device_), batch.target.to(loader_->device_)};
+  current_ =
+      Batch{ToDevice(batch.data, loader_->device_), ToDevice(batch.target, loader_->device_)};
   *loader_->last_indices_ = std::move(chunk);
   if (loader_->hook_) loader_->hook_(batch_ + 1 == batches, end - begin);
 }

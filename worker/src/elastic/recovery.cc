@@ -33,6 +33,7 @@ void SetEnv(const char* name, std::int64_t value) {
 // loss-scaling iteration unscaled, the samples fetched; the CPU RNG goes back to the state of
 // the last completed step.
 void DropWindow(internal::AcceleratorState& s) {
+  ++s.state_version;  // compiled steps capture again in the new world
   for (auto& p : internal::PreparedParameters(s)) p.mutable_grad().reset();
   s.FinishScalerIteration();  // a completed step's scale update is due, whatever came after
   s.unscaled.clear();
