@@ -2,6 +2,7 @@
 progress comes from the launcher's Python progress module (launcher/python/), and with it the same
 verdicts as train.bin's. Each needs /usr/bin/python3 with torch (skipped otherwise, through
 tests/testing/skip.py: a failure under CI)."""
+import functools
 import os
 import re
 import signal
@@ -16,7 +17,8 @@ INTERVAL = 1  # its status interval
 NO_TORCH = "no /usr/bin/python3 with torch (Debian's python3-torch)"
 
 
-def have_torch() -> bool:
+@functools.lru_cache(maxsize=None)
+def have_torch() -> bool:  # once per suite run: the import takes 2-4 s on a busy host
     return os.access("/usr/bin/python3", os.X_OK) and subprocess.run(
         ["/usr/bin/python3", "-c", "import torch.distributed"], capture_output=True).returncode == 0
 
