@@ -205,6 +205,19 @@ sys.stdout.buffer.write(back)
 """
 
 
+def wait_listening(ctx, machine: int, port: int, timeout: float = 30.0) -> bool:
+    """Waits until a socket listens on `port` in machine `machine`'s namespace."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        listening = subprocess.run(
+            ["ip", "netns", "exec", ctx.cluster.ns[machine], "ss", "-Hltn", f"sport = :{port}"],
+            capture_output=True, text=True).stdout
+        if listening.strip():
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def squatter(ctx):
     """A stranger takes machine 0's port before the launchers start, with a TLS certificate of its
     own for the name the job's certificates carry (a squatter, and what a man in the middle that
@@ -217,7 +230,12 @@ def squatter(ctx):
     squat = in_ns(ctx, 0, ATTACKER + ["squat", "--bind", f"{ctx.cluster.addr[0]}:{job.port}",
                                       "--cert", cert, "--key", key, "--out", out,
                                       "--seconds", "25"])
-    time.sleep(1.5)
+    # The squatter holds the port before the launchers start: waited for, not slept on (1.5 s
+    # lost the race to its Python start-up at load 10, and machine 0 took the port itself).
+    if not wait_listening(ctx, 0, job.port):
+        squat.kill()
+        squat.wait()
+        return Outcome(0, False, False, False, "the squatter never listened on the port")
     start = time.monotonic()
     job.start(["--rdzv_token_file", job.token_file("token", TOKEN), "--rdzv_timeout", "20"])
     ended = wait_launchers(job, 30)
