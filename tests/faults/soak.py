@@ -279,6 +279,8 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--duration", type=float, default=180, help="seconds of faults and training")
     p.add_argument("--per_kind", type=int, default=1, help="faults of each kind in the run")
+    p.add_argument("--kinds", default=",".join(soak_schedule.FAULTS),
+                   help="the fault kinds drawn, comma-separated (default: all)")
     p.add_argument("--min_effective", type=float, default=0.0,
                    help="fail under this effective training time (0.95: the issue's criterion)")
     p.add_argument("--start_timeout", type=float, default=300)
@@ -289,7 +291,7 @@ def main() -> int:
     args = p.parse_args()
     try:
         schedule = soak_schedule.draw(args.seed, args.duration, args.machines, args.min_machines,
-                                      args.per_kind)
+                                      args.per_kind, kinds=tuple(args.kinds.split(",")))
     except ValueError as e:
         p.error(str(e))
     print(f"seed {args.seed}: {len(schedule)} faults over {args.duration:.0f} s on "

@@ -29,16 +29,21 @@ def slow_range(duration: float) -> tuple:
 
 
 def draw(seed: int, duration: float, machines: int, min_machines: int, per_kind: int,
-         warm: float = 20.0, tail: float = 15.0, gap: float = 6.0) -> list:
+         warm: float = 20.0, tail: float = 15.0, gap: float = 6.0, kinds: tuple = FAULTS) -> list:
     """Returns the faults in time order: dicts with "at" (seconds after the first step), "kind",
     "machine", and per kind "down" / "stopped" (seconds), "second" (machine), "into" (seconds
     into the regroup) and "replace" (seconds from the fault to each replacement's start, per
-    machine). Raises ValueError when the faults cannot fit."""
+    machine). `kinds`: the fault kinds drawn (all by default; CI's short run takes a few).
+    Raises ValueError when the faults cannot fit or a kind is unknown."""
     if machines < 3 or not 2 <= min_machines < machines:
         raise ValueError(f"need >= 3 machines and 2 <= MIN < machines, got {machines}, "
                          f"{min_machines}")
+    unknown = [k for k in kinds if k not in FAULTS]
+    if unknown or not kinds:
+        raise ValueError(f"fault kinds must be some of {', '.join(FAULTS)}, got "
+                         f"{', '.join(kinds) or 'none'}")
     rng = random.Random(seed)
-    kinds = [k for k in FAULTS for _ in range(per_kind)]
+    kinds = [k for k in FAULTS if k in kinds for _ in range(per_kind)]
     rng.shuffle(kinds)
     span = duration - warm - tail
     if span <= gap * len(kinds):
