@@ -50,13 +50,20 @@ struct Param {
   std::size_t group;
 };
 
-// The parameters with a gradient, in the optimizer's order, each with its group's index.
-std::vector<Param> SteppedParams(torch::optim::Optimizer& optimizer) {
+// The parameters it steps, in the optimizer's order, each with its group's index: those that
+// require a gradient and, when `with_state`, have optimizer state (LibTorch creates it at a
+// parameter's first step; after zero_grad LibTorch 2.x leaves gradients undefined, so a defined
+// gradient cannot say which parameters train).
+template <typename Map>
+std::vector<Param> SteppedParams(torch::optim::Optimizer& optimizer, const Map& state,
+                                 bool with_state) {
   std::vector<Param> out;
   auto& groups = optimizer.param_groups();
   for (std::size_t g = 0; g < groups.size(); ++g) {
     for (const auto& p : groups[g].params()) {
-      if (p.grad().defined()) out.push_back({p, g});
+      if (!p.requires_grad()) continue;
+      if (with_state && state.count(StateKey(state, p)) == 0) continue;
+      out.push_back({p, g});
     }
   }
   return out;
@@ -191,29 +198,20 @@ class MaskedAdamW final : public MaskedOptimizer {
   std::vector<DeviceScalar> lr_;
 };
 
-bool HasState(torch::optim::Optimizer& optimizer, const std::vector<Param>& params) {
-  for (const Param& param : params) {
-    if (optimizer.state().count(StateKey(optimizer.state(), param.p)) == 0) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 std::unique_ptr<MaskedOptimizer> MaskedOptimizer::Make(torch::optim::Optimizer& optimizer,
                                                        std::string* why) {
-  std::vector<Param> params = SteppedParams(optimizer);
-  if (params.empty()) {
-    *why = "no parameter of the optimizer has a gradient";
-    return nullptr;
-  }
   if (auto* sgd = dynamic_cast<torch::optim::SGD*>(&optimizer)) {
+    bool momentum = false;
     for (auto& group : sgd->param_groups()) {
-      if (static_cast<const torch::optim::SGDOptions&>(group.options()).momentum() == 0) continue;
-      if (!HasState(optimizer, params)) {
-        *why = "SGD's momentum buffers do not exist yet (no step taken)";
-        return nullptr;
-      }
+      momentum |= static_cast<const torch::optim::SGDOptions&>(group.options()).momentum() != 0;
+    }
+    std::vector<Param> params = SteppedParams(optimizer, optimizer.state(), momentum);
+    if (params.empty()) {
+      *why = momentum ? "SGD's momentum buffers do not exist yet (no step taken)"
+                      : "no parameter of the optimizer requires a gradient";
+      return nullptr;
     }
     return std::make_unique<MaskedSgd>(*sgd, std::move(params));
   }
@@ -224,7 +222,8 @@ std::unique_ptr<MaskedOptimizer> MaskedOptimizer::Make(torch::optim::Optimizer& 
         return nullptr;
       }
     }
-    if (!HasState(optimizer, params)) {
+    std::vector<Param> params = SteppedParams(optimizer, optimizer.state(), true);
+    if (params.empty()) {
       *why = "AdamW's state does not exist yet (no step taken)";
       return nullptr;
     }

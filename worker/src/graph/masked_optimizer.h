@@ -30,10 +30,11 @@ namespace accel::worker {
 
 class MaskedOptimizer {
  public:
-  // For `optimizer` (torch::optim::SGD, or AdamW without amsgrad) over the parameters that have a
-  // gradient now; every one of them must already have its state (one real step taken: LibTorch
-  // creates state at the first step, differently from the later ones). Returns null and sets
-  // `why` when it cannot.
+  // For `optimizer` (torch::optim::SGD, or AdamW without amsgrad) over its parameters that
+  // require a gradient and (AdamW, SGD with momentum) have state: one real step taken, since
+  // LibTorch creates state at a parameter's first step, differently from the later ones. A
+  // parameter without state stays out, as LibTorch skips one without a gradient. Returns null
+  // and sets `why` when it cannot.
   static std::unique_ptr<MaskedOptimizer> Make(torch::optim::Optimizer& optimizer,
                                                std::string* why);
   virtual ~MaskedOptimizer() = default;
@@ -46,7 +47,7 @@ class MaskedOptimizer {
   virtual void Step(const at::Tensor& found_inf) = 0;
   // Makes the optimizer's own state complete (AdamW's per-parameter step counts). Synchronizes.
   virtual void SyncToOptimizer() = 0;
-  // The parameters it steps (those with a gradient when it was made).
+  // The parameters it steps.
   virtual const std::vector<at::Tensor>& params() const = 0;
 };
 

@@ -40,12 +40,16 @@ struct StepGraph::Impl {
 };
 
 bool StepGraph::Available() { return true; }
-StepGraph::StepGraph() : impl_(std::make_unique<Impl>()) {}
+StepGraph::StepGraph() = default;  // no CUDA call until the first Run (a CPU job never makes one)
 StepGraph::~StepGraph() = default;
 
-void StepGraph::Run(const std::function<void()>& body) { impl_->OnSide(body); }
+void StepGraph::Run(const std::function<void()>& body) {
+  if (!impl_) impl_ = std::make_unique<Impl>();
+  impl_->OnSide(body);
+}
 
 void StepGraph::Capture(const std::function<void()>& body) {
+  if (!impl_) impl_ = std::make_unique<Impl>();
   impl_->OnSide([&] {
     impl_->graph.capture_begin();
     try {
@@ -63,7 +67,7 @@ void StepGraph::Capture(const std::function<void()>& body) {
 }
 
 void StepGraph::Replay() { impl_->graph.replay(); }
-bool StepGraph::captured() const { return impl_->captured; }
+bool StepGraph::captured() const { return impl_ && impl_->captured; }
 
 #else  // LibTorch without CUDA: no graphs
 

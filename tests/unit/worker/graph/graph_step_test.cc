@@ -52,6 +52,7 @@ void CheckCase(const Options& options, std::uint64_t seed, const std::string& na
   SetGrads(ours, seed, 0);
   ref_opt.step();
   our_opt.step();
+  for (auto& p : ours) p.mutable_grad().reset();  // LibTorch 2.x's zero_grad leaves none
   std::string why;
   auto masked = MaskedOptimizer::Make(our_opt, &why);
   ASSERT_TRUE(masked) << name << ": " << why;
