@@ -115,9 +115,13 @@ def capture_replay(ctx):
     # parsed for the replays while the job still trains, and checked to be TLS only).
     pcap, rdzv_pcap = os.path.join(job.work, "m0.pcap"), os.path.join(job.work, "m0-rdzv.pcap")
     dumps = [in_ns(ctx, 0, ["tcpdump", "-i", ctx.cluster.veth[0], "-U", "-s", "0", "-w", path]
-                   + what, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                   + what, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
              for path, what in ((pcap, ["tcp"]), (rdzv_pcap, ["tcp", "port", str(job.port)]))]
-    time.sleep(1.0)
+    # Each capture is open before the job starts (its first line, "listening on ...", says so):
+    # a fixed second could miss the job's first packets on a busy host, and the search for its
+    # secrets with them.
+    for dump in dumps:
+        dump.stderr.readline()
     start = time.monotonic()
     token = job.token_file("token", TOKEN)
     job.start(["--rdzv_token_file", token, "--preflight"], ctx.outlasting_program(job, 60))
