@@ -253,7 +253,8 @@ def one(args, schedule, number, bridge, work_root):
     load = os.getloadavg()[0]
     soak.run(schedule)
     traces = soak_check.load(soak.traces)
-    result = soak_check.check(traces, soak.events, SAMPLES, soak.end_time, args.min_machines)
+    result = soak_check.check(traces, soak.events, SAMPLES, soak.end_time, args.min_machines,
+                              stall_limit=args.stall_limit)
     meta = {"seed": args.seed, "machines": args.machines, "min_machines": args.min_machines,
             "duration": args.duration, "started": began, "load_start": load,
             "load_end": os.getloadavg()[0], "wall": time.time() - began,
@@ -283,6 +284,9 @@ def main() -> int:
                    help="the fault kinds drawn, comma-separated (default: all)")
     p.add_argument("--min_effective", type=float, default=0.0,
                    help="fail under this effective training time (0.95: the issue's criterion)")
+    p.add_argument("--stall_limit", type=float, default=soak_check.STALL_LIMIT,
+                   help="seconds without a step while >= MIN machines live that fail the run "
+                        "(a short run needs a limit well under its length)")
     p.add_argument("--start_timeout", type=float, default=300)
     p.add_argument("--json", default="", help="write the result, schedule and events here")
     p.add_argument("--keep", default="", help="copy a failed run's logs and traces here")
