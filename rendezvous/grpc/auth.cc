@@ -19,8 +19,9 @@ bool TokenMatches(std::string_view expected, std::string_view given) {
 absl::Status CheckToken(const grpc::CallbackServerContext& context, std::string_view expected,
                         std::string_view operation) {
   if (expected.empty()) return absl::OkStatus();
-  // The server asks for client certificates only when it has a token, and then trusts only the
-  // token's CA (transport.h): a verified certificate proves the token.
+  // The server asks for client certificates only when it has a token, and then closes every
+  // connection whose certificate lacks the token's proof (transport.h): a peer certificate on a
+  // call proves the token.
   const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
   if (auth != nullptr && auth->IsPeerAuthenticated()) return absl::OkStatus();
   const auto& metadata = context.client_metadata();

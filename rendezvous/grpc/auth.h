@@ -1,9 +1,9 @@
 // Authentication and status conversion at the gRPC edge of the rendezvous.
 //
-// A call proves the job's token either by its connection (TLS with a client certificate signed
-// by the token's CA, transport.h: the token is never sent) or, on a Unix socket, by carrying the
-// token in metadata entry kTokenMetadataKey, which the server compares in constant time
-// (TokenMatches). Anything else is answered UNAUTHENTICATED.
+// A call proves the job's token either by its connection (TLS with a client certificate that
+// carries the token's proof, checked in the handshake, transport.h: the token is never sent) or, on
+// a Unix socket, by carrying the token in metadata entry kTokenMetadataKey, which the server
+// compares in constant time (TokenMatches). Anything else is answered UNAUTHENTICATED.
 #ifndef ACCEL_RENDEZVOUS_GRPC_AUTH_H_
 #define ACCEL_RENDEZVOUS_GRPC_AUTH_H_
 

@@ -60,7 +60,10 @@ void Route(gpr_log_func_args* args) {
     }
     return;
   }
-  if (args->severity == GPR_LOG_SEVERITY_ERROR) {
+  // The TLS connector logs, as an error, every handshake cancelled while its peer check was
+  // pending (a stranger that hung up, a connection cut at shutdown): routine, said as debug.
+  if (args->severity == GPR_LOG_SEVERITY_ERROR &&
+      message.find("cancel_check_peer") == std::string_view::npos) {
     spdlog::warn("gRPC: {} ({}:{})", message, args->file, args->line);
   } else {
     spdlog::debug("gRPC: {} ({}:{})", message, args->file, args->line);
@@ -76,5 +79,13 @@ void RouteGrpcLogs(bool serving) {
 }
 
 std::int64_t FailedHandshakes() { return failed_handshakes.load(); }
+
+void NoteRefusedHandshake(std::string_view why) {
+  if (serving_rendezvous.load()) {
+    LogHandshakeFailure(why);
+  } else {
+    failed_handshakes.fetch_add(1);
+  }
+}
 
 }  // namespace accel::rendezvous

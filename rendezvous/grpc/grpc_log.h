@@ -11,6 +11,7 @@
 #define ACCEL_RENDEZVOUS_GRPC_GRPC_LOG_H_
 
 #include <cstdint>
+#include <string_view>
 
 namespace accel::rendezvous {
 
@@ -19,6 +20,10 @@ void RouteGrpcLogs(bool serving = false);
 
 // Returns how many failed TLS handshakes gRPC reported in this process since it started.
 std::int64_t FailedHandshakes();
+
+// Counts (and says, as above) a handshake this process's server refused itself: a client
+// certificate without this job's proof (server_proof.h).
+void NoteRefusedHandshake(std::string_view why);
 
 }  // namespace accel::rendezvous
 

@@ -167,6 +167,7 @@ class GrpcRendezvousServer final : public RendezvousServer {
     }
     builder.SetMaxReceiveMessageSize(defaults::kMaxMessageBytes);
     builder.SetMaxSendMessageSize(defaults::kMaxMessageBytes);
+    builder.experimental().SetInterceptorCreators(ServerInterceptors(bind, security));
     // Bounded before authentication: a peer that cannot finish the TLS handshake in time is
     // dropped, and gRPC's buffers for every connection together stay under the quota.
     grpc::ResourceQuota quota("accel-rendezvous");

@@ -1,48 +1,69 @@
-// TokenTls: TLS certificates that prove possession of the job's token without sending it.
+// TokenTls: a process's TLS identity for the rendezvous (transport v2), and the proofs of the
+// job's token bound to it. Nothing a stranger can obtain verifies a guess of the token.
 //
-// Every process of a job derives the same certificate authority from the token: HKDF-SHA256 over
-// the token (fixed salt and label) gives a 32-byte seed, the seed is an Ed25519 private key, and
-// the self-signed CA certificate built from it has fixed fields, so it is byte-identical
-// everywhere (Ed25519 signatures are deterministic). Each process then makes one ephemeral leaf
-// key and certificate signed by that CA (subject and SAN kTokenTlsName) and uses it as both TLS
-// server and TLS client certificate. A peer is accepted only if its leaf chains to the CA, which
-// only a holder of the token can sign; the token itself never leaves the process. The CA's private
-// key is dropped once the leaf is signed.
+// Each process makes one random Ed25519 key and two self-signed certificates of it:
+//   - the server certificate: fixed fields, the random key; nothing derived from the token, so a
+//     probe of the port (a TLS handshake, `openssl s_client -showcerts`) learns nothing to test
+//     token guesses against, and two jobs with the same token show unrelated keys;
+//   - the client certificate: the same key, plus a subjectAltName URI kClientProofUri + the hex
+//     HMAC-SHA256, keyed from the token, of the certificate's public key. TLS 1.3 encrypts it
+//     (only the server it is sent to sees it) and proves possession of the key
+//     (CertificateVerify), so it cannot be replayed or relayed by whoever holds it.
+// The server checks a client's proof during the handshake (a connection without one never
+// reaches HTTP/2). It then proves the token in turn on every reply: metadata kServerProofKey is
+// the HMAC, under a second key from the token, of the client certificate it was shown; the client
+// drops a reply without it (rendezvous/grpc/server_proof.h). A man in the middle holding any
+// certificate fails both ways: it cannot make a client proof, and a client's proof is bound to
+// that client's key. What it can still see, having terminated TLS itself, is the first request
+// of a connection (it cannot answer it): docs/design/transport-security.md.
 //
-// A sniffer sees TLS 1.3 (ephemeral key exchange: replayed bytes get nothing); a man in the middle
-// or a server squatting the port cannot present a leaf signed by the CA, so every client refuses
-// it during the handshake, before any request is sent.
-//
-// What an observer of the handshake can do offline is test guesses of the token against a leaf's
-// signature: the token must be strong (a random one: GenerateToken).
-//
-// Thread-safety: TokenTlsFor is thread-safe; it makes one leaf per token per process.
+// Thread-safety: TokenTlsFor is thread-safe; it makes one identity per token per process.
 #ifndef ACCEL_RENDEZVOUS_GRPC_TOKEN_TLS_H_
 #define ACCEL_RENDEZVOUS_GRPC_TOKEN_TLS_H_
 
 #include <memory>
 #include <string>
+#include <string_view>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace accel::rendezvous {
 
-// The name every token leaf certifies; clients check the server's leaf for it (gRPC's target
-// name override), so a leaf does not depend on how a machine is addressed.
+// The name every server certificate certifies (kUserTls servers show the user's instead).
 inline constexpr char kTokenTlsName[] = "accel-rendezvous";
+// The transport's version: launchers of another one refuse each other, naming both.
+inline constexpr int kTransportVersion = 2;
+// The prefix of the client certificate's proof URI.
+inline constexpr char kClientProofUri[] = "urn:accel-launch:transport-v2:";
+// The reply metadata that carries the server's proof.
+inline constexpr char kServerProofKey[] = "x-accel-server-proof";
 
 struct TokenTls {
-  std::string ca_pem;    // the CA derived from the token (the same in every process)
-  std::string cert_pem;  // this process's leaf, signed by the CA
-  std::string key_pem;   // the leaf's private key (PKCS#8)
+  std::string server_cert_pem;  // nothing of the token
+  std::string client_cert_pem;  // with the token's MAC over the public key
+  std::string client_ca_pem;    // the public client CA it is signed by (no secret: token_tls.cc)
+  std::string key_pem;          // the random key of both (PKCS#8)
+  std::string mac_key;          // HKDF(token, "client certificate"), 32 bytes
+  std::string proof_key;        // HKDF(token, "server proof"), 32 bytes
+  std::string own_proof;        // ServerProof of client_cert_pem: what a server must answer
 };
 
-// Returns the CA of `token` and this process's leaf (made on the first call for a token, then
-// reused). INVALID_ARGUMENT for an empty token; INTERNAL when OpenSSL fails (its error text).
+// Returns this process's identity for `token` (made on the first call for a token, then reused).
+// INVALID_ARGUMENT for an empty token; INTERNAL when OpenSSL fails (its error text).
 absl::StatusOr<std::shared_ptr<const TokenTls>> TokenTlsFor(const std::string& token);
 
-// Returns the CA certificate (PEM) derived from `token` alone (no leaf). For tests and tools.
-absl::StatusOr<std::string> TokenCaPem(const std::string& token);
+// Returns OK when the client certificate `pem` carries the MAC of `tls`'s token over its public
+// key; else UNAUTHENTICATED saying what is wrong (no proof at all: a stranger, or a launcher
+// older than transport v2; a wrong one: another token).
+absl::Status VerifyClientProof(const TokenTls& tls, std::string_view pem);
+
+// Returns the DER of the SubjectPublicKeyInfo of the certificate `pem`, or "" when unreadable.
+std::string PublicKeyDerOf(std::string_view pem);
+
+// Returns the server's proof (hex) for the client certificate `client_pem` it was shown, or ""
+// when the certificate cannot be read.
+std::string ServerProof(const TokenTls& tls, std::string_view client_pem);
 
 }  // namespace accel::rendezvous
 

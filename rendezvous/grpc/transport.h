@@ -5,19 +5,21 @@
 //   unix:PATH            any    ignored       kUnixSocket: no TLS (the socket lies in a private
 //                                             directory, nothing on the network); each call
 //                                             carries the token in metadata
-//   host:port            set    none          kTokenTls: mutual TLS, both sides' certificates
-//                                             signed by the CA derived from the token
-//                                             (token_tls.h); the token is never sent
+//   host:port            set    none          kTokenTls: mutual TLS (transport v2, token_tls.h):
+//                                             per-run random certificates; the server checks
+//                                             the client's certificate proof of the token in the
+//                                             handshake, the client the server's proof on every
+//                                             reply (server_proof.h); the token is never sent
 //   host:port            any    the user's    kUserTls: the server shows the user's certificate
 //                                             (clients verify it with tls_ca_file and the host
-//                                             name); clients show a token leaf that the server
-//                                             requires when there is a token; never sent either
+//                                             name); with a token, the proofs as in kTokenTls
 //   host:port            none   none          kPlaintext (rdzv_insecure: true): no protection
 //
 // A server in kTokenTls or kUserTls with a token refuses, during the TLS handshake, every client
-// that cannot show a leaf signed by the token's CA; a client refuses, during the handshake, a
-// server that cannot show one (kTokenTls) or the user's certificate (kUserTls). Nothing of the
-// job is sent before both are proved.
+// that cannot show a certificate with the token's proof, and sends nothing derived from the token
+// before that (a probe of the port learns nothing to test guesses against). A client drops every
+// reply without the server's proof (kTokenTls), or refuses during the handshake a server without
+// the user's certificate (kUserTls).
 #ifndef ACCEL_RENDEZVOUS_GRPC_TRANSPORT_H_
 #define ACCEL_RENDEZVOUS_GRPC_TRANSPORT_H_
 
@@ -26,6 +28,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -48,7 +51,7 @@ bool IsUnixEndpoint(std::string_view endpoint);
 Transport ClientTransport(std::string_view endpoint, const TransportSecurity& security);
 Transport ServerTransport(std::string_view bind_address, const TransportSecurity& security);
 
-// Returns how the plan line names `transport`, e.g. "mutual TLS (certificates from the token)".
+// Returns how the plan line names `transport`, e.g. "mutual TLS with token proofs ...".
 std::string TransportName(Transport transport);
 
 // Returns the token to send in each call's metadata: the token for kUnixSocket and kPlaintext,
@@ -68,15 +71,25 @@ absl::Status CheckPrivateSocket(std::string_view endpoint);
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ClientCredentials(
     std::string_view endpoint, const TransportSecurity& security, grpc::ChannelArguments& args);
 
+// Returns the interceptors of a client channel to `endpoint` (the server's proof on every reply;
+// none without TLS or a token).
+std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+ClientInterceptors(std::string_view endpoint, const TransportSecurity& security);
+
 // Returns the credentials of a server bound to `bind_address`. The user's files' read errors;
 // INTERNAL when the token's certificates cannot be made.
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(
     std::string_view bind_address, const TransportSecurity& security);
 
+// Returns the interceptors of a server bound to `bind_address` (its proof on every reply).
+std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+ServerInterceptors(std::string_view bind_address, const TransportSecurity& security);
+
 // What a refused connection attempt means for a client of `endpoint`, read from gRPC's last
-// connection error (`grpc_message`). `certain`: one attempt settles it (a certificate that the
-// token's CA or tls_ca_file does not verify); otherwise it is said only once two attempts in a
-// row end the same way (a peer that closes the connection may be a server shutting down).
+// connection error (`grpc_message`). `certain`: one attempt settles it (a certificate that
+// tls_ca_file does not verify, a server key other than the pinned one); otherwise the caller says
+// it once the port is seen still listening, or the refusal has lasted (a peer that closes the
+// connection may be a server shutting down: AwaitConnection, channel.h).
 struct HandshakeRefusal {
   std::string explanation;  // "" = not a refusal (no server yet, a timeout, ...)
   bool certain = false;
@@ -84,8 +97,9 @@ struct HandshakeRefusal {
 
 // Names a refused handshake, to say "the server at X did not prove it holds this job's token:
 // ..." instead of gRPC's own text:
-//   - TLS client, the server's certificate not verified: a wrong token, a man in the middle, a
-//     squatter (certain);
+//   - TLS client, the server's certificate not verified by tls_ca_file, or not the key pinned
+//     for it (certain); the server closed the connection after the handshake, not accepting this
+//     side's proof (a wrong token there or here, an older accel-launch);
 //   - TLS client, the server does not speak TLS (it runs without a token, rdzv_insecure);
 //   - plaintext client (no token), the server closes the connection before HTTP/2 starts: it
 //     requires TLS, so the token is missing here.

@@ -2,7 +2,9 @@
 
   attacker.py squat --bind H:P --cert C --key K --out F --seconds S
       a TLS server on H:P with its own certificate (a port squatter, or a man in the middle that
-      terminates TLS): records every byte it is sent, raw (F.raw) and decrypted (F.plain), and
+      terminates TLS) that speaks HTTP/2 as far as a client needs to send its requests (its
+      SETTINGS, and a gRPC answer, UNIMPLEMENTED, to every request, so that the client goes on to
+      the next one): records every byte it is sent, raw (F.raw) and decrypted (F.plain), and
       how many handshakes completed (F.json); ends after S seconds or at SIGTERM
   attacker.py flood --target H:P --cert C --key K --seconds S
                     [--connections N] [--streams M] [--stream_mib B] [--slow K]
@@ -81,12 +83,16 @@ def squat(args) -> int:
                     tls.do_handshake()
                     done = True
                     stats["handshakes_completed"] += 1
+                    tls.write(h2_frame(4, 0, 0, b""))  # its SETTINGS: the client is now ready
+                    seen = len(plain)
                 while True:
                     plain += tls.read(65536)
             except (ssl.SSLWantReadError, ssl.SSLZeroReturnError):
                 pass
             except ssl.SSLError:
                 pass
+            if done:
+                seen = answer_h2(tls, plain, seen, stats)
             pending = outgoing.read()
             if pending:
                 try:
@@ -101,6 +107,37 @@ def squat(args) -> int:
     with open(args.out + ".json", "w") as f:
         json.dump(stats, f)
     return 0
+
+
+def h2_frame(kind: int, flags: int, stream: int, payload: bytes) -> bytes:
+    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + \
+        struct.pack(">I", stream) + payload
+
+
+def answer_h2(tls, plain: bytearray, at: int, stats: dict) -> int:
+    """Answers the HTTP/2 frames in plain[at:] of one connection: a SETTINGS ACK, and to each
+    request a trailers-only gRPC answer (status 12, UNIMPLEMENTED, no metadata). Returns how far
+    it read (a frame cut short waits for the rest)."""
+    if plain[at:at + 24] == b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n":
+        at += 24
+    while at + 9 <= len(plain):
+        length = int.from_bytes(plain[at:at + 3], "big")
+        if at + 9 + length > len(plain):
+            break
+        kind, flags = plain[at + 3], plain[at + 4]
+        stream = int.from_bytes(plain[at + 5:at + 9], "big") & 0x7FFFFFFF
+        at += 9 + length
+        if kind == 4 and not flags & 1:
+            tls.write(h2_frame(4, 1, 0, b""))
+        elif kind == 1 and stream % 2 == 1:
+            stats["requests"] = stats.get("requests", 0) + 1
+
+            def literal(name: bytes, value: bytes) -> bytes:  # without indexing, no Huffman
+                return b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
+            block = b"\x88" + literal(b"content-type", b"application/grpc") + \
+                literal(b"grpc-status", b"12")
+            tls.write(h2_frame(1, 0x5, stream, block))  # END_STREAM | END_HEADERS
+    return at
 
 
 # ---- flood ---------------------------------------------------------------------------------

@@ -164,10 +164,16 @@ TEST(GrpcTlsTest, TlsServerServesTlsClientsAndRefusesPlaintext) {
   StoreClientOptions plain;
   plain.connect_timeout = absl::Seconds(2);
   plain.rpc_deadline = absl::Seconds(2);
-  auto insecure = ConnectStore((*server)->endpoint(), "tok", "run/0", plain);
+  // Plaintext (no token, no TLS) is refused. A client with the token but without tls_ca_file
+  // is served (transport v2: it proves the token with its certificate and checks the server's
+  // proof on every reply, token_tls.h; it does not check the user's certificate).
+  auto insecure = ConnectStore((*server)->endpoint(), "", "run/0", plain);
   ASSERT_TRUE(insecure.ok());
   EXPECT_FALSE((*insecure)->Set("k", "x").ok());
   EXPECT_EQ(*(*secure)->Get("k", absl::ZeroDuration()), "v");
+  auto token_only = ConnectStore((*server)->endpoint(), "tok", "run/0", plain);
+  ASSERT_TRUE(token_only.ok());
+  EXPECT_EQ(token_only.value()->Get("k", absl::ZeroDuration()).value_or(""), "v");
   std::system(("rm -rf " + dir).c_str());
 }
 
