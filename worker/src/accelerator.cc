@@ -135,16 +135,7 @@ void ConnectGroup(AcceleratorState& s, std::int64_t attempt, const std::string& 
     if (regroup && !s.options.generation_file.empty()) {
       // A newer generation ends every wait for a key (shared-memory discovery, Gloo's
       // addresses, NCCL's id) within a slice: the caller regroups at it.
-      kv = worker::MakeInterruptibleKv(
-          std::move(kv),
-          [path = s.options.generation_file, known = s.generation]() -> std::string {
-            std::string error;
-            const auto g = worker::ReadGeneration(path, &error);
-            if (!g || g->number <= known) return "";
-            return "generation " + std::to_string(g->number) + " replaced generation " +
-                   std::to_string(known) + " during its connect";
-          },
-          kRegroupSlice);
+      kv = worker::MakeInterruptibleKv(std::move(kv), NewerGenerationCheck(s), kRegroupSlice);
     }
   }
   std::unique_ptr<Communicator> comm =

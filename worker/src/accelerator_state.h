@@ -156,6 +156,10 @@ void ConnectGroup(AcceleratorState& s, std::int64_t attempt, const std::string& 
 // The generation file's generation when it is newer than s.generation; nullopt otherwise.
 std::optional<worker::Generation> NewerGeneration(const AcceleratorState& s);
 
+// For MakeInterruptibleKv: says why when the generation file holds a generation newer than
+// s.generation is now ("" otherwise); keeps only copies, so it outlives s.
+std::function<std::string()> NewerGenerationCheck(const AcceleratorState& s);
+
 // Takes `g`'s world: s.generation (under comm_mu, so that the watch no longer aborts for it),
 // the rank and world in s, its options and the environment; aborts and drops the old group
 // (DDP first). Throws accel::Error when this process's local rank is not in `g`.

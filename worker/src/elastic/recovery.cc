@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -79,6 +80,16 @@ std::optional<worker::Generation> NewerGeneration(const AcceleratorState& s) {
   std::optional<worker::Generation> g = worker::ReadGeneration(s.options.generation_file, &error);
   if (!g || g->number <= s.generation) return std::nullopt;
   return g;
+}
+
+std::function<std::string()> NewerGenerationCheck(const AcceleratorState& s) {
+  return [path = s.options.generation_file, known = s.generation]() -> std::string {
+    std::string error;
+    const auto g = worker::ReadGeneration(path, &error);
+    if (!g || g->number <= known) return "";
+    return "generation " + std::to_string(g->number) + " replaced generation " +
+           std::to_string(known) + " during its connect";
+  };
 }
 
 void AdoptGeneration(AcceleratorState& s, const worker::Generation& g, const std::string& op) {
