@@ -126,7 +126,8 @@ def graphed_step(a, model, opt, batches, autocast):
     The recipe of PyTorch's "whole network capture": warm-up on a side stream, gradients set to
     None before capture so backward allocates them from the graph's pool, then each replay
     overwrites them. The loss is multiplied by a static scale and the learning rate divided by
-    it, which is SGD on the unscaled gradient without an unscale kernel."""
+    it, which is SGD on the unscaled gradient without an unscale kernel. An epoch's short last
+    batch is left out (one graph, one shape)."""
     scale = 1024.0 if a.precision == "fp16" else 1.0
     for group in opt.param_groups:
         group["lr"] = a.lr / scale
@@ -154,6 +155,8 @@ def graphed_step(a, model, opt, batches, autocast):
 
     def one_step():
         x, y = next(batches)
+        while x.shape != static_x.shape:  # an epoch's short last batch: a bound replays full ones
+            x, y = next(batches)
         static_x.copy_(x)
         static_y.copy_(y)
         graph.replay()

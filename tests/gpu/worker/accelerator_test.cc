@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <limits>
 #include <set>
 #include <string>
@@ -119,6 +120,7 @@ TEST(GpuAcceleratorTest, Fp16ScalerSequenceIsRecorded) {
   at::Tensor y = x.narrow(1, 0, 10).argmax(1);
   const std::set<int> injected = {40, 41, 77};
   std::ofstream out(path);
+  out << std::setprecision(17);  // the replay reads these back: every digit
   out << "# init_scale=" << options.init_scale << " growth_factor=" << options.growth_factor
       << " backoff_factor=" << options.backoff_factor
       << " growth_interval=" << options.growth_interval << "\n";

@@ -178,9 +178,7 @@ class MaskedAdamW final : public MaskedOptimizer {
     const auto applied = static_cast<std::int64_t>(applied_.item<float>());
     for (std::size_t i = 0; i < stepped_.size(); ++i) {
       State(stepped_[i].p).step(base_[i] + applied);
-      base_[i] += applied;
     }
-    applied_.zero_();
   }
   const std::vector<at::Tensor>& params() const override { return params_; }
 
@@ -193,8 +191,10 @@ class MaskedAdamW final : public MaskedOptimizer {
   torch::optim::AdamW& adamw_;
   std::vector<Param> stepped_;
   std::vector<at::Tensor> params_;
-  std::vector<std::int64_t> base_;  // each parameter's step count when made or last synced
-  at::Tensor applied_;              // steps applied since (float32 [1], exact to 2^24)
+  // Each parameter's step count when made, and the steps applied since (float32 [1], exact to
+  // 2^24). Neither changes but through Step: a captured graph holds base_ as constants.
+  std::vector<std::int64_t> base_;
+  at::Tensor applied_;
   std::vector<DeviceScalar> lr_;
 };
 

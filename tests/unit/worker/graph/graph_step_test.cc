@@ -61,6 +61,7 @@ void CheckCase(const Options& options, std::uint64_t seed, const std::string& na
     if (step == 7) {  // a scheduler: the host's learning rate changes
       for (Opt* o : {&ref_opt, &our_opt}) o->param_groups()[0].options().set_lr(options.lr() / 2);
     }
+    if (step == 5) masked->SyncToOptimizer();  // a save_state midway changes nothing
     const bool skip = rng() % 3 == 0;
     SetGrads(ref, seed, step);
     SetGrads(ours, seed, step);
