@@ -33,7 +33,7 @@ namespace accel::rendezvous {
 namespace {
 
 constexpr char kToken[] = "bench-token";
-// --tls=1 (default): the launcher's own TCP transport, mutual TLS from the token
+// --tls=1 (default): the launcher's own TCP transport, mutual TLS with token proofs
 // (rendezvous/grpc/transport.h); 0: plaintext, no token (rdzv_insecure), for comparison.
 bool g_tls = true;
 std::string Token() { return g_tls ? kToken : ""; }
@@ -328,7 +328,8 @@ int main(int argc, char** argv) {
                  "kind,agents,channels,with_machines,preconnect,all_joined_ms,p50_ms,p99_ms,"
                  "failures,ops_per_s\n");
   }
-  std::printf("transport: %s\n", g_tls ? "mutual TLS, certificates from the token" : "plaintext");
+  std::printf("transport: %s\n",
+              g_tls ? "mutual TLS with token proofs (transport v2)" : "plaintext");
   std::printf("%8s %9s %16s %10s %10s %9s\n", "agents", "channels", "all_joined_ms", "p50_ms",
               "p99_ms", "failures");
   int failures = 0;
