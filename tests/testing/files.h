@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace accel::testing {
 
@@ -17,6 +18,14 @@ inline std::string ReadFile(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// The lines of `path`, without their newlines; none when it cannot be read.
+inline std::vector<std::string> ReadLines(const std::string& path) {
+  std::vector<std::string> out;
+  std::istringstream in(ReadFile(path));
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
 }
 
 // Makes a fresh directory $TMPDIR/<prefix>_XXXXXX (TMPDIR unset: /tmp) and returns its path; ""

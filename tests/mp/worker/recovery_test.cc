@@ -25,6 +25,7 @@
 
 #include "common/exit_codes.h"
 #include "tests/testing/files.h"
+#include "tests/testing/generation_files.h"
 #include "tests/testing/mp_ranks.h"
 #include "worker/src/elastic/generation.h"
 
@@ -45,13 +46,8 @@ const auto kDeadline = std::chrono::seconds(240);
 constexpr double kRecoveryGoalSeconds = 2.0;
 constexpr double kRecoveryMarginSeconds = 1.0;
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 std::vector<float> ReadParams(const std::string& path) {
-  const std::string bytes = ReadText(path);
+  const std::string bytes = accel::testing::ReadFile(path);
   std::vector<float> out(bytes.size() / sizeof(float));
   std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
   return out;
@@ -65,13 +61,6 @@ double RelDiff(const std::vector<float>& a, const std::vector<float>& b) {
     den += static_cast<double>(b[i]) * b[i];
   }
   return std::sqrt(num / den);
-}
-
-std::vector<std::string> Lines(const std::string& path) {
-  std::vector<std::string> out;
-  std::istringstream in(ReadText(path));
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
 }
 
 // "epoch step i j k ..." -> epoch, step, indices.
@@ -116,17 +105,7 @@ class WorkerRecoveryTest : public ::testing::TestWithParam<int> {
 
   static Generation MakeGeneration(std::int64_t number, int machines, int machine,
                                    bool joining = false) {
-    Generation g;
-    g.number = number;
-    g.world = machines * kPerMachine;
-    g.base_rank = machine * kPerMachine;
-    g.group_rank = machine;
-    g.group_world = machines;
-    g.local_world = kPerMachine;
-    g.store_attempt = number;
-    g.master_port = 29500 + static_cast<int>(number);
-    g.joining = joining;
-    return g;
+    return accel::testing::MakeGeneration(number, machines, machine, kPerMachine, joining);
   }
 
   std::string Record(const std::string& tag, int rank) {
@@ -215,19 +194,19 @@ TEST_P(WorkerRecoveryTest, ScaleDownInPlaceEqualsCheckpointResumedAtTheSmallerWo
   // The same samples, step by step: each surviving rank's record is the reference's (world 6
   // up to the kill, world 4 after); machine 2's ends at the kill.
   for (int r = 0; r < 6; ++r) {
-    std::vector<std::string> want_lines = Lines(Record("ref6", r));
+    std::vector<std::string> want_lines = accel::testing::ReadLines(Record("ref6", r));
     if (r < 4) {
-      const auto after = Lines(Record("ref4", r));
+      const auto after = accel::testing::ReadLines(Record("ref4", r));
       want_lines.insert(want_lines.end(), after.begin(), after.end());
     }
-    EXPECT_EQ(Lines(Record("elastic", r)), want_lines) << "rank " << r;
+    EXPECT_EQ(accel::testing::ReadLines(Record("elastic", r)), want_lines) << "rank " << r;
   }
 
   // And the sampler's record: every sample of every epoch trained exactly once.
   std::map<std::int64_t, std::multiset<std::int64_t>> trained;
   std::set<std::int64_t> steps;
   for (int r = 0; r < 6; ++r) {
-    for (const auto& line : Lines(Record("elastic", r))) {
+    for (const auto& line : accel::testing::ReadLines(Record("elastic", r))) {
       StepRecord rec = ParseRecord(line);
       steps.insert(rec.step);
       trained[rec.epoch].insert(rec.indices.begin(), rec.indices.end());
@@ -295,10 +274,11 @@ TEST_P(WorkerRecoveryTest, ScaleUpInPlaceEqualsCheckpointResumedAtTheLargerWorld
     EXPECT_EQ(a[3], r < 4 ? "4" : "6") << "rank " << r << " started in the wrong world";
   }
   // Right after joining: every rank's parameters are rank 0's, bit for bit.
-  const auto joined0 = ReadText(dir_ + "/joined_0.bin");
+  const auto joined0 = accel::testing::ReadFile(dir_ + "/joined_0.bin");
   ASSERT_FALSE(joined0.empty());
   for (int r = 1; r < 6; ++r) {
-    EXPECT_EQ(ReadText(dir_ + "/joined_" + std::to_string(r) + ".bin"), joined0) << "rank " << r;
+    EXPECT_EQ(accel::testing::ReadFile(dir_ + "/joined_" + std::to_string(r) + ".bin"), joined0)
+        << "rank " << r;
   }
   // The joiners' first step: how long after the generation was published.
   const std::regex recovered_line("recovered step (\\d+) at unix ms (\\d+)");
@@ -322,10 +302,10 @@ TEST_P(WorkerRecoveryTest, ScaleUpInPlaceEqualsCheckpointResumedAtTheLargerWorld
   EXPECT_LT(rel, 1e-6);
   for (int r = 0; r < 6; ++r) {
     std::vector<std::string> want_lines;
-    if (r < 4) want_lines = Lines(Record("ref4", r));
-    const auto after = Lines(Record("ref6", r));
+    if (r < 4) want_lines = accel::testing::ReadLines(Record("ref4", r));
+    const auto after = accel::testing::ReadLines(Record("ref6", r));
     want_lines.insert(want_lines.end(), after.begin(), after.end());
-    EXPECT_EQ(Lines(Record("grow", r)), want_lines) << "rank " << r;
+    EXPECT_EQ(accel::testing::ReadLines(Record("grow", r)), want_lines) << "rank " << r;
   }
 }
 

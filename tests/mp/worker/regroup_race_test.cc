@@ -24,6 +24,7 @@
 
 #include "common/exit_codes.h"
 #include "tests/testing/files.h"
+#include "tests/testing/generation_files.h"
 #include "tests/testing/mp_ranks.h"
 #include "worker/src/elastic/generation.h"
 
@@ -48,30 +49,8 @@ const auto kDeadline = std::chrono::seconds(240);
 // loaded host.
 constexpr double kRegroupLimitSeconds = 20.0;
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::vector<std::string> Lines(const std::string& path) {
-  std::vector<std::string> out;
-  std::istringstream in(ReadText(path));
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
 Generation MakeGeneration(std::int64_t number, int machines, int machine, bool joining) {
-  Generation g;
-  g.number = number;
-  g.world = machines * kPerMachine;
-  g.base_rank = machine * kPerMachine;
-  g.group_rank = machine;
-  g.group_world = machines;
-  g.local_world = kPerMachine;
-  g.store_attempt = number;
-  g.master_port = 29500 + static_cast<int>(number);
-  g.joining = joining;
-  return g;
+  return accel::testing::MakeGeneration(number, machines, machine, kPerMachine, joining);
 }
 
 bool WaitFor(const std::vector<std::string>& paths, Clock::time_point end) {
@@ -173,17 +152,19 @@ TEST_F(RegroupRaceTest, AMachineLostDuringTheRegroupEndsItsConnectAndTheJobRegro
     EXPECT_LT(seconds, kRegroupLimitSeconds) << "rank " << r;
   }
   // Every rank holds rank 0's parameters right after the regroup.
-  const auto joined0 = ReadText(dir_ + "/joined_0.bin");
+  const auto joined0 = accel::testing::ReadFile(dir_ + "/joined_0.bin");
   ASSERT_FALSE(joined0.empty());
   for (int r = 1; r < 6; ++r) {
-    EXPECT_EQ(ReadText(dir_ + "/joined_" + std::to_string(r) + ".bin"), joined0) << "rank " << r;
+    EXPECT_EQ(accel::testing::ReadFile(dir_ + "/joined_" + std::to_string(r) + ".bin"), joined0)
+        << "rank " << r;
   }
   // The samples (the exact accounting of tests/faults/soak_check.py, instead of a reference
   // run): every step once, every sample of both epochs trained exactly once over all ranks.
   std::map<std::int64_t, std::multiset<std::int64_t>> trained;
   std::set<std::int64_t> steps;
   for (int r = 0; r < 6; ++r) {
-    for (const auto& line : Lines(dir_ + "/record_race_" + std::to_string(r) + ".txt")) {
+    for (const auto& line :
+         accel::testing::ReadLines(dir_ + "/record_race_" + std::to_string(r) + ".txt")) {
       std::istringstream in(line);
       std::int64_t epoch = 0, step = 0;
       in >> epoch >> step;
