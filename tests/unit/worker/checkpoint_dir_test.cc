@@ -64,6 +64,22 @@ TEST(CheckpointDirTest, PromoteKeepsThePreviousCheckpointUntilDropOld) {
   EXPECT_FALSE(fs::exists(paths.old));
 }
 
+// DropOld removes a whole tree (libaccel's own removal, not std::filesystem::remove_all) and
+// never follows a symbolic link out of it; a missing "<dir>.old" is nothing to do.
+TEST(CheckpointDirTest, DropOldRemovesTheTreeButNotWhatItsLinksPointTo) {
+  testing::TempDir temp;
+  const CheckpointPaths paths(temp.path() + "/ck");
+  DropOld(paths);  // no "<dir>.old" yet
+  WriteCheckpoint(paths.old / "model" / "shard", "5");
+  std::ofstream(paths.old / "rank_0.pt") << "x";
+  const fs::path outside = fs::path(temp.path()) / "outside";
+  WriteCheckpoint(outside, "7");
+  fs::create_directory_symlink(outside, paths.old / "link");
+  DropOld(paths);
+  EXPECT_FALSE(fs::exists(paths.old));
+  EXPECT_EQ(Steps(outside), "7") << "a link was followed";
+}
+
 // What a crash between the two renames leaves: only "<dir>.old". It is the last good
 // checkpoint: loadable, and the next promotion must not remove it before "<dir>" exists.
 TEST(CheckpointDirTest, AnOldOnlyCheckpointIsACandidateAndSurvivesTheNextPromote) {
