@@ -24,6 +24,8 @@
 // over 1 (DDP buckets), gradient accumulation over 1, an elastic job (in-place recovery),
 // gradient clipping, an optimizer other than torch::optim::SGD / AdamW (no amsgrad).
 // load_state() and recover() drop the graphs; the next calls capture again.
+// A learning rate may change between calls (a scheduler); the optimizer's other options (betas,
+// eps, weight decay, momentum) are read when the step is captured and must not change after.
 // fn must be the same computation every call (the graph replays what the capture recorded: no
 // host-side branches on data, no .item()), and x, y must not be used after the next call.
 #ifndef ACCEL_COMPILED_STEP_H_

@@ -110,7 +110,8 @@ struct CompiledStepImpl {
 
   ShapeGraph* ShapeFor(const at::Tensor& data, const at::Tensor& target) {
     for (auto& g : shapes) {
-      if (g->data_sizes == data.sizes().vec() && g->target_sizes == target.sizes().vec()) {
+      if (data.sizes() == c10::IntArrayRef(g->data_sizes) &&
+          target.sizes() == c10::IntArrayRef(g->target_sizes)) {  // no copy: every step looks
         return g.get();
       }
     }
